@@ -1,0 +1,53 @@
+# Shared by scripts/test and scripts/demo: find a Python >= 3.12 and build a venv.
+# shellcheck shell=bash
+
+# Print the path of a Python >= 3.12, or explain what to install and fail.
+find_python() {
+    local candidates=()
+    [ -n "${OMNIGENT_AGY_PYTHON:-}" ] && candidates+=("$OMNIGENT_AGY_PYTHON")
+    candidates+=(python3.13 python3.12 python3 python)
+    local pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
+    local found
+    for found in "$pyenv_root"/versions/3.1[2-9]*/bin/python3 /usr/local/bin/python3.1[23] /usr/bin/python3.1[23]; do
+        [ -x "$found" ] && candidates+=("$found")
+    done
+    local py
+    for py in "${candidates[@]}"; do
+        if command -v "$py" >/dev/null 2>&1 &&
+            "$py" -c 'import sys, venv; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+            command -v "$py"
+            return 0
+        fi
+    done
+    echo "omnigent-agy needs Python 3.12 or newer and found none." >&2
+    echo "Install one (e.g. 'pyenv install 3.12' or your system's python3.12 package)," >&2
+    echo "or point OMNIGENT_AGY_PYTHON at its interpreter, then run this again." >&2
+    return 1
+}
+
+# ensure_venv DIR: create DIR as a venv of a Python >= 3.12 unless it already is one.
+ensure_venv() {
+    local dir=$1
+    if [ -x "$dir/bin/python" ] &&
+        "$dir/bin/python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+        return 0
+    fi
+    local py
+    py=$(find_python) || return 1
+    echo "creating $dir with $("$py" --version 2>&1)" >&2
+    rm -rf "$dir"
+    "$py" -m venv "$dir"
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+}
+
+# ensure_tmux: agy (and the simulator) run inside tmux; install it where we can.
+ensure_tmux() {
+    command -v tmux >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing tmux" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+        return $?
+    fi
+    echo "tmux is needed: install it with your package manager (e.g. 'apt-get install tmux')." >&2
+    return 1
+}
