@@ -1,0 +1,474 @@
+"""A connect-RPC server core that answers like agy's language server (WIRE.md §1-§2).
+
+Two pieces, each usable alone:
+
+``ConnectApp``
+    An ASGI app routing ``POST /<service>/<Method>`` to async handlers. It checks the
+    CSRF header like agy (missing → 401 JSON error, wrong → 403 ``Invalid CSRF token``),
+    answers unary calls as ``application/json`` and server streams as
+    ``application/connect+json`` envelopes, one per yielded message and flushed per frame,
+    closed by an end-of-stream envelope (carrying the error if the handler raised
+    :class:`ConnectHandlerError`). A stream handler is cancelled as soon as its client
+    goes away.
+
+``TlsConnectServer``
+    Serves any ASGI app with hypercorn on TLS + HTTP/2 (ALPN h2, self-signed) at
+    127.0.0.1:N and a plain-HTTP listener at N+1 that refuses every RPC with 404, as agy
+    does. Inside a running loop: ``bind()`` (optional, to learn the port early) then
+    ``await serve(shutdown_event)``. In tests: ``with TlsConnectServer(app) as server:``
+    runs it on its own loop in a thread; leaving the block stops it promptly.
+
+Composing (the simulator's fault injection): wrap the app, then serve the wrapper::
+
+    app = ConnectApp(csrf_token=token, unary=unary, streams=streams)
+    server = TlsConnectServer(DropStreamAfter(app, frames=3))   # any ASGI middleware
+    server.start()
+    ...
+    server.stop()                                  # "agy restarts on a new port":
+    server = TlsConnectServer(DropStreamAfter(app, frames=3)).start()   # fresh ports
+
+A middleware sees plain ASGI: it may delay or drop ``send`` messages, send garbage bytes
+or a 5xx itself, or stop calling ``send`` to stall. Stream bodies are sent one
+``http.response.body`` message per envelope, so "after K frames" is "after K body sends".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import socket
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from typing import Any, Self, cast
+
+from hypercorn.asyncio import serve as hypercorn_serve
+from hypercorn.config import Config
+
+from omnigent_agy.errors import AgyError, ProtocolError
+from omnigent_agy.simulator.certs import CertPaths, make_self_signed_cert
+from omnigent_agy.wire import DataFrame, EnvelopeDecoder, encode_envelope
+
+__all__ = [
+    "ASGIApp",
+    "ConnectApp",
+    "ConnectHandlerError",
+    "StreamHandler",
+    "TlsConnectServer",
+    "UnaryHandler",
+]
+
+logger = logging.getLogger(__name__)
+
+type Scope = MutableMapping[str, Any]
+type Message = MutableMapping[str, Any]
+type Receive = Callable[[], Awaitable[Message]]
+type Send = Callable[[Message], Awaitable[None]]
+type ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+type UnaryHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+type StreamHandler = Callable[[dict[str, Any]], AsyncIterator[dict[str, Any]]]
+
+DEFAULT_SERVICE = "exa.language_server_pb.LanguageServerService"
+CSRF_HEADER = b"x-codeium-csrf-token"
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+
+
+class ConnectHandlerError(Exception):
+    """Raised by a handler to fail its call with a connect error.
+
+    Unary: answered with ``http_status`` and ``{"code", "message"}``. Stream: carried in the
+    end-of-stream envelope (the HTTP status of a started stream is always 200).
+    """
+
+    def __init__(self, code: str, message: str, http_status: int = 500) -> None:
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.message = message
+        self.http_status = http_status
+
+
+class ConnectApp:
+    """ASGI app serving connect unary calls and server streams for one service."""
+
+    def __init__(
+        self,
+        *,
+        csrf_token: str | None,
+        unary: Mapping[str, UnaryHandler],
+        streams: Mapping[str, StreamHandler],
+        service: str = DEFAULT_SERVICE,
+    ) -> None:
+        self._csrf_token = None if csrf_token is None else csrf_token.encode()
+        self._unary = dict(unary)
+        self._streams = dict(streams)
+        self._prefix = f"/{service}/"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        headers = _headers(scope)
+        if scope["method"] != "POST":
+            await _send_error(send, 405, "unimplemented", "connect calls are POST")
+            return
+        denied = self._check_csrf(headers)
+        if denied is not None:
+            await denied(send)
+            return
+        path: str = scope["path"]
+        method = path.removeprefix(self._prefix) if path.startswith(self._prefix) else None
+        body = await _read_body(receive)
+        if body is None:
+            await _send_error(send, 413, "resource_exhausted", "request body too large")
+        elif method in self._unary:
+            await self._serve_unary(self._unary[method], headers, body, send)
+        elif method in self._streams:
+            await self._serve_stream(self._streams[method], headers, body, receive, send)
+        else:
+            await _send_error(send, 404, "unimplemented", f"unknown method {path}")
+
+    def _check_csrf(self, headers: dict[bytes, bytes]) -> Callable[[Send], Awaitable[None]] | None:
+        if self._csrf_token is None:
+            return None
+        given = headers.get(CSRF_HEADER)
+        if given is None:
+            return lambda send: _send_error(send, 401, "unauthenticated", "missing CSRF token")
+        if not hmac.compare_digest(given, self._csrf_token):
+            # agy answers this one in plain text, without a connect code (WIRE.md §1).
+            return lambda send: _send_plain(send, 403, "Invalid CSRF token")
+        return None
+
+    async def _serve_unary(
+        self, handler: UnaryHandler, headers: dict[bytes, bytes], body: bytes, send: Send
+    ) -> None:
+        if _media_type(headers) != "application/json":
+            await _send_error(send, 415, "unknown", "unary calls take application/json")
+            return
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            await _send_error(send, 400, "invalid_argument", "request is not valid JSON")
+            return
+        if not isinstance(request, dict):
+            await _send_error(send, 400, "invalid_argument", "request is not a JSON object")
+            return
+        try:
+            result = await handler(request)
+        except ConnectHandlerError as exc:
+            await _send_error(send, exc.http_status, exc.code, exc.message)
+            return
+        except Exception:
+            logger.exception("unary handler failed")
+            await _send_error(send, 500, "internal", "handler failed")
+            return
+        await _send_json(send, 200, result)
+
+    async def _serve_stream(
+        self,
+        handler: StreamHandler,
+        headers: dict[bytes, bytes],
+        body: bytes,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        if _media_type(headers) != "application/connect+json":
+            await _send_error(send, 415, "unknown", "streams take application/connect+json")
+            return
+        request = _decode_stream_request(body)
+        if request is None:
+            await _send_error(send, 400, "invalid_argument", "expected one request envelope")
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/connect+json")],
+            }
+        )
+        # The producer runs until the handler ends or the client leaves, whichever first.
+        async with asyncio.TaskGroup() as group:
+            producer = group.create_task(_produce(handler(request), send))
+            watcher = group.create_task(_wait_for_disconnect(receive))
+            producer.add_done_callback(lambda _: watcher.cancel())
+            watcher.add_done_callback(lambda _: producer.cancel())
+
+
+async def _produce(messages: AsyncIterator[dict[str, Any]], send: Send) -> None:
+    end: dict[str, Any] = {}
+    try:
+        async for message in messages:
+            await send(
+                {"type": "http.response.body", "body": encode_envelope(message), "more_body": True}
+            )
+    except ConnectHandlerError as exc:
+        end = {"error": {"code": exc.code, "message": exc.message}}
+    except Exception:
+        logger.exception("stream handler failed")
+        end = {"error": {"code": "internal", "message": "handler failed"}}
+    finally:
+        aclose = getattr(messages, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    await send(
+        {
+            "type": "http.response.body",
+            "body": encode_envelope(end, end_stream=True),
+            "more_body": False,
+        }
+    )
+
+
+async def _wait_for_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _decode_stream_request(body: bytes) -> dict[str, Any] | None:
+    decoder = EnvelopeDecoder(MAX_REQUEST_BYTES)
+    try:
+        frames = decoder.feed(body)
+        decoder.close()
+    except ProtocolError:
+        return None
+    if len(frames) != 1 or not isinstance(frames[0], DataFrame):
+        return None
+    return frames[0].message
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    return {bytes(name).lower(): bytes(value) for name, value in scope["headers"]}
+
+
+def _media_type(headers: dict[bytes, bytes]) -> str:
+    return headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower().decode("latin-1")
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or None when it exceeds MAX_REQUEST_BYTES."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return bytes(body)
+        body += message.get("body", b"")
+        if len(body) > MAX_REQUEST_BYTES:
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+async def _send_json(send: Send, status: int, payload: Mapping[str, Any]) -> None:
+    await _send_bytes(send, status, b"application/json", json.dumps(payload).encode())
+
+
+async def _send_error(send: Send, status: int, code: str, message: str) -> None:
+    await _send_json(send, status, {"code": code, "message": message})
+
+
+async def _send_plain(send: Send, status: int, text: str) -> None:
+    await _send_bytes(send, status, b"text/plain; charset=utf-8", text.encode())
+
+
+async def _send_bytes(send: Send, status: int, content_type: bytes, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", content_type)],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class _RefusePlaintext:
+    """Lets lifespan through and answers every plain-HTTP request 404, like agy's port N+1."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+        elif scope["type"] == "http" and scope.get("scheme") != "https":
+            await _send_plain(send, 404, "404 page not found")
+        else:
+            await self.app(scope, receive, send)
+
+
+def _bind_pair(
+    host: str, port: int | None, plain_port: int | None
+) -> tuple[socket.socket, socket.socket]:
+    """Listening sockets for the TLS port and the plain port (N+1 unless given)."""
+    for _ in range(64):
+        tls = _listen(host, port or 0)
+        chosen = tls.getsockname()[1]
+        try:
+            plain = _listen(host, plain_port if plain_port is not None else chosen + 1)
+        except OSError:
+            tls.close()
+            if port is not None:
+                raise
+            continue  # N+1 is taken: try another N
+        return tls, plain
+    raise AgyError(f"found no free port pair N, N+1 on {host}")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        # Listening now, so connections made before hypercorn accepts wait in the backlog.
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class TlsConnectServer:
+    """An ASGI app on TLS HTTP/2 at ``host:port`` plus a refusing plain port at ``port+1``."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        plain_port: int | None = None,
+        certs: CertPaths | None = None,
+        graceful_timeout: float = 0.5,
+    ) -> None:
+        self.app = app
+        self.host = host
+        self._want_port = port
+        self._want_plain_port = plain_port
+        self._certs = certs
+        self._own_certs = certs is None
+        self._graceful_timeout = graceful_timeout
+        self._sockets: tuple[socket.socket, socket.socket] | None = None
+        self._ports: tuple[int, int] | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._shutdown: asyncio.Event | None = None
+        self._failure: BaseException | None = None
+
+    @property
+    def port(self) -> int:
+        """The TLS HTTP/2 port (known once bound)."""
+        return self._bound_ports()[0]
+
+    @property
+    def plain_port(self) -> int:
+        """The plain-HTTP port that refuses RPC."""
+        return self._bound_ports()[1]
+
+    def _bound_ports(self) -> tuple[int, int]:
+        if self._ports is None:
+            raise AgyError("the server is not bound yet: call bind(), start() or serve()")
+        return self._ports
+
+    def bind(self) -> Self:
+        """Reserve the two ports now (idempotent), so ``port`` is known before serving."""
+        if self._sockets is None and self._ports is None:
+            tls, plain = _bind_pair(self.host, self._want_port, self._want_plain_port)
+            self._sockets = (tls, plain)
+            self._ports = (tls.getsockname()[1], plain.getsockname()[1])
+        return self
+
+    async def serve(self, shutdown_event: asyncio.Event) -> None:
+        """Serve on the running loop until ``shutdown_event`` is set."""
+        self.bind()
+        if self._sockets is None:
+            raise AgyError("a TlsConnectServer serves once; make a new one to serve again")
+        if self._certs is None:
+            self._certs = make_self_signed_cert()
+        tls, plain = self._sockets
+        self._sockets = None
+        config = Config()
+        config.certfile = str(self._certs.certfile)
+        config.keyfile = str(self._certs.keyfile)
+        config.alpn_protocols = ["h2", "http/1.1"]
+        # hypercorn adopts these file descriptors and closes them when it stops.
+        config.bind = [f"fd://{tls.detach()}"]
+        config.insecure_bind = [f"fd://{plain.detach()}"]
+        config.graceful_timeout = self._graceful_timeout
+        config.errorlog = logger
+        try:
+            await hypercorn_serve(
+                cast(Any, _RefusePlaintext(self.app)),
+                config,
+                shutdown_trigger=shutdown_event.wait,
+                mode="asgi",
+            )
+        finally:
+            if self._own_certs:
+                self._certs.remove()
+
+    # -- in-process use: its own loop in a thread -------------------------------------
+
+    def start(self, *, timeout: float = 10.0) -> Self:
+        """Serve on a private event loop in a daemon thread; returns once it runs."""
+        self.bind()
+        running = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(running,), name=f"tls-connect-server:{self.port}", daemon=True
+        )
+        self._thread.start()
+        if not running.wait(timeout) or self._failure is not None:
+            self.stop()
+            raise AgyError(f"the server on port {self.port} did not start") from self._failure
+        return self
+
+    def _run(self, running: threading.Event) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._shutdown = asyncio.Event()
+            running.set()
+            await self.serve(self._shutdown)
+
+        try:
+            asyncio.run(main())
+        except Exception as exc:  # reported by stop(); a thread must not die silently
+            logger.exception("the server thread failed")
+            self._failure = exc
+            running.set()
+
+    def stop(self, *, timeout: float = 10.0) -> None:
+        """Stop serving, close both ports and join the thread."""
+        if self._sockets is not None:  # bound but never served
+            for sock in self._sockets:
+                sock.close()
+            self._sockets = None
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        if self._loop is not None and self._shutdown is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already ended
+                self._loop.call_soon_threadsafe(self._shutdown.set)
+        thread.join(timeout)
+        if thread.is_alive():
+            raise AgyError(f"the server on port {self.port} did not stop within {timeout:g} s")
+        if self._failure is not None:
+            raise AgyError(f"the server on port {self.port} failed") from self._failure
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
