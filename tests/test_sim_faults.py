@@ -8,12 +8,15 @@ against the real agy-sim process over TLS HTTP/2.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from omnigent_agy.client import RpcClient
+from omnigent_agy.errors import Code, ProtocolError, RpcError, StreamStalled
 from omnigent_agy.simulator.faults import (
     GARBAGE_BODY,
     DropMode,
@@ -28,6 +31,7 @@ from omnigent_agy.simulator.faults import (
     parse_rule,
     parse_spec,
 )
+from omnigent_agy.simulator.server import ConnectApp, TlsConnectServer
 
 SERVICE = "/exa.language_server_pb.LanguageServerService"
 
@@ -244,8 +248,7 @@ def test_drop_stream_truncate_ends_inside_an_envelope() -> None:
     assert body.startswith(FRAMES[0])
     tail = body[len(FRAMES[0]) :]
     assert int.from_bytes(tail[1:5], "big") > len(tail) - 5
-    assert inner.stopped_by is not None
-    assert not inner.finished
+    assert inner.finished  # its later sends were swallowed, not raised into it
 
 
 def test_drop_on_a_unary_call_sends_headers_and_an_empty_body() -> None:
@@ -256,18 +259,20 @@ def test_drop_on_a_unary_call_sends_headers_and_an_empty_body() -> None:
 
 
 def test_stall_holds_the_stream_until_released() -> None:
-    async def scenario() -> tuple[bytes, bool]:
-        app, inner = injector(FaultRule(FaultKind.STALL_STREAM, after_frames=2))
+    async def scenario() -> tuple[bytes, bool, bool]:
+        app, _ = injector(FaultRule(FaultKind.STALL_STREAM, after_frames=2))
         task = asyncio.create_task(call(app))
         await asyncio.wait({task}, timeout=0.2)
-        assert not task.done()
+        stalled = not task.done()
         app.release_stalls()
         sent = await asyncio.wait_for(task, timeout=5)
-        return body_of(sent), inner.finished
+        ended = any(m.get("more_body") is False for m in sent)
+        return body_of(sent), stalled, ended
 
-    body, finished = asyncio.run(scenario())
+    body, stalled, ended = asyncio.run(scenario())
+    assert stalled
     assert body == b"".join(FRAMES[:2])
-    assert not finished
+    assert not ended  # released, but the stream was never ended
 
 
 @pytest.mark.parametrize("status", [500, 503])
@@ -335,3 +340,155 @@ def test_rewriting_the_control_file_rearms_with_a_new_id(tmp_path: Path) -> None
     assert asyncio.run(status()) == 200
     write("b")
     assert asyncio.run(status()) == 503
+
+
+# -- around the real connect app, over TLS HTTP/2 ----------------------------------------
+# The fault must reach a real client as the failure a real network would cause.
+
+TOKEN = "fault-test-token"
+
+
+async def _heartbeat(_request: dict[str, Any]) -> dict[str, Any]:
+    return {"lastExtensionHeartbeat": "2026-01-01T00:00:00Z"}
+
+
+async def _updates(request: dict[str, Any]) -> Any:
+    for n in range(1000):
+        yield {"update": {"conversationId": request.get("conversationId", ""), "n": n}}
+        if n >= 3:
+            await asyncio.sleep(3600)  # a live stream that has nothing more to say
+
+
+@pytest.fixture
+def faulty_server(tmp_path: Path) -> Any:
+    control = tmp_path / "faults.json"
+    connect = ConnectApp(
+        csrf_token=TOKEN,
+        unary={"Heartbeat": _heartbeat},
+        streams={"StreamAgentStateUpdates": _updates},
+    )
+    injector = FaultInjector(connect, FaultSource(control_file=control))
+    server = TlsConnectServer(injector)
+    with server:
+        yield server, control, injector
+
+
+def write_faults(control: Path, *faults: dict[str, Any]) -> None:
+    control.write_text(json.dumps({"faults": list(faults)}))
+
+
+async def take(client: RpcClient, count: int, *, idle: float = 10.0) -> list[dict[str, Any]]:
+    got: list[dict[str, Any]] = []
+    updates = client.stream_agent_state_updates("c1", idle_timeout=idle)
+    async with contextlib.aclosing(updates):
+        async for update in updates:
+            got.append(update)
+            if len(got) == count:
+                break
+    return got
+
+
+async def drain(client: RpcClient, *, idle: float = 10.0) -> tuple[list[int], BaseException]:
+    """Every update's number until the stream fails, and the failure."""
+    seen: list[int] = []
+    try:
+        async for update in client.stream_agent_state_updates("c1", idle_timeout=idle):
+            seen.append(update["update"]["n"])  # noqa: PERF401 - keep what came before the error
+    except RpcError as exc:
+        return seen, exc
+    raise AssertionError(f"the stream ended cleanly after {seen}")
+
+
+def run_client(port: int, scenario: Any) -> Any:
+    async def main() -> Any:
+        async with RpcClient(port=port, csrf_token=TOKEN) as client:
+            result = await scenario(client)
+            assert client.http_version == "HTTP/2"
+            return result
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("mode", ["eof", "truncate"])
+def test_dropped_stream_fails_the_client_after_k_frames(faulty_server: Any, mode: str) -> None:
+    server, control, _ = faulty_server
+    write_faults(
+        control,
+        {
+            "kind": "drop_stream",
+            "method": "StreamAgentStateUpdates",
+            "after_frames": 2,
+            "mode": mode,
+        },
+    )
+
+    async def scenario(client: RpcClient) -> tuple[list[int], BaseException]:
+        seen, error = await drain(client)
+        await client.heartbeat()  # the connection for unary calls is unharmed
+        return seen, error
+
+    seen, error = run_client(server.port, scenario)
+    assert seen == [0, 1]
+    assert isinstance(error, ProtocolError)
+
+
+def test_stalled_stream_trips_the_liveness_deadline(faulty_server: Any) -> None:
+    server, control, _ = faulty_server
+    write_faults(control, {"kind": "stall_stream", "after_frames": 1})
+    seen, error = run_client(server.port, lambda client: drain(client, idle=0.5))
+    assert seen == [0]
+    assert isinstance(error, StreamStalled)
+
+
+def test_http_error_then_recovery(faulty_server: Any) -> None:
+    server, control, _ = faulty_server
+    write_faults(control, {"kind": "http_error", "method": "Heartbeat", "status": 503, "times": 1})
+
+    async def scenario(client: RpcClient) -> tuple[Code, dict[str, Any]]:
+        with pytest.raises(RpcError) as caught:
+            await client.call("Heartbeat", {})  # not retried: the fault is seen
+        return caught.value.code, await client.call("Heartbeat", {})
+
+    code, answer = run_client(server.port, scenario)
+    assert code is Code.UNAVAILABLE
+    assert "lastExtensionHeartbeat" in answer
+
+
+def test_idempotent_read_retries_through_transient_errors(faulty_server: Any) -> None:
+    server, control, injector = faulty_server
+    write_faults(control, {"kind": "http_error", "method": "Heartbeat", "times": 2})
+    answer = run_client(server.port, lambda client: client.heartbeat())
+    assert "lastExtensionHeartbeat" in answer
+    assert injector.fired(FaultRule(FaultKind.HTTP_ERROR, method="Heartbeat", times=2)) == 2
+
+
+@pytest.mark.parametrize("method", ["Heartbeat", "StreamAgentStateUpdates"])
+def test_garbage_is_a_protocol_error(faulty_server: Any, method: str) -> None:
+    server, control, _ = faulty_server
+    write_faults(control, {"kind": "garbage", "method": method})
+
+    async def scenario(client: RpcClient) -> BaseException | None:
+        if method == "StreamAgentStateUpdates":
+            return (await drain(client))[1]
+        try:
+            await client.call("Heartbeat", {})
+        except RpcError as exc:
+            return exc
+        return None
+
+    assert isinstance(run_client(server.port, scenario), ProtocolError)
+
+
+def test_delay_holds_the_answer(faulty_server: Any) -> None:
+    server, control, _ = faulty_server
+    write_faults(control, {"kind": "delay", "method": "StreamAgentStateUpdates", "seconds": 30})
+
+    async def scenario(client: RpcClient) -> bool:
+        first = asyncio.create_task(take(client, 1))
+        done, _ = await asyncio.wait({first}, timeout=0.5)
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        await client.heartbeat()  # other methods answer at once
+        return bool(done)
+
+    assert run_client(server.port, scenario) is False

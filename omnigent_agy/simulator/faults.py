@@ -26,7 +26,6 @@ asks the process to restart its server on a new port (process.py watches it).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
@@ -35,7 +34,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
-from omnigent_agy.errors import AgyError
+from omnigent_agy.errors import AgyError, code_from_http_status
 
 _log = logging.getLogger(__name__)
 
@@ -223,10 +222,6 @@ class FaultSource:
         return self._last_good
 
 
-class _ResponseCutError(Exception):
-    """Raised into the wrapped app once its response was cut short, to stop it."""
-
-
 def method_of(scope: Scope) -> str:
     """The connect method a request is for: the last path segment (WIRE.md §1)."""
     return str(scope.get("path", "")).rstrip("/").rpartition("/")[2]
@@ -275,9 +270,7 @@ class FaultInjector:
         if self._release is None:
             self._release = asyncio.Event()
         cutter = _ResponseCutter(cut, send, _is_stream(scope), self._release)
-        # The wrapped app stops with _ResponseCutError once its response is cut: that is the fault.
-        with contextlib.suppress(_ResponseCutError):
-            await self.app(scope, receive, cutter.send)
+        await self.app(scope, receive, cutter.send)
 
     def _arm(self, rule: FaultRule, method: str) -> bool:
         """Whether ``rule`` fires on this request, counting it when it does."""
@@ -313,7 +306,9 @@ async def _answer_instead(rule: FaultRule, scope: Scope, receive: Receive, send:
         content_type = b"application/json"
         status = rule.status
         message = f"agy-sim injected fault: HTTP {status}"
-        body = json.dumps({"code": _connect_code(status), "message": message}).encode()
+        body = json.dumps(
+            {"code": code_from_http_status(status).value, "message": message}
+        ).encode()
     await send(
         {
             "type": "http.response.start",
@@ -324,25 +319,14 @@ async def _answer_instead(rule: FaultRule, scope: Scope, receive: Receive, send:
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-def _connect_code(status: int) -> str:
-    # The connect protocol's HTTP-status-to-code mapping, for the statuses a fault may use.
-    return {
-        400: "internal",
-        401: "unauthenticated",
-        403: "permission_denied",
-        404: "unimplemented",
-        429: "unavailable",
-        502: "unavailable",
-        503: "unavailable",
-        504: "unavailable",
-    }.get(status, "unknown")
-
-
 @dataclass(slots=True)
 class _ResponseCutter:
     """Wraps ``send``: passes the first ``after_frames`` data envelopes, then drops or stalls.
 
     A unary response has no frames: it is cut before its body whatever ``after_frames``.
+    Sends after the cut are swallowed rather than raised into the wrapped app (which would
+    log a handler failure): hypercorn tells the app its stream is over with
+    ``http.disconnect`` once the body ended, or once the connection closes.
     """
 
     rule: FaultRule
@@ -355,7 +339,7 @@ class _ResponseCutter:
 
     async def send(self, message: Message) -> None:
         if self._done:
-            raise _ResponseCutError
+            return  # swallowed: the wrapped app learns of the end from http.disconnect
         if message.get("type") != "http.response.body":
             await self.downstream(message)
             return
@@ -391,7 +375,6 @@ class _ResponseCutter:
         self._done = True
         if self.rule.kind is FaultKind.STALL_STREAM:
             await self.release.wait()
-            raise _ResponseCutError
+            return
         tail = _TRUNCATED_ENVELOPE if self.rule.mode is DropMode.TRUNCATE else b""
         await self.downstream({"type": "http.response.body", "body": tail, "more_body": False})
-        raise _ResponseCutError
