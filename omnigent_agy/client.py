@@ -246,7 +246,9 @@ class RpcClient:
         self._timeout = timeout
         self._retry = retry
         self._max_frame_bytes = max_frame_bytes
-        self._headers = {"Connect-Protocol-Version": "1", CSRF_HEADER: csrf_token}
+        self._headers = {"Connect-Protocol-Version": "1"}
+        if csrf_token:  # an empty token sends none (agy before 1.2.2 checks none, WIRE.md §1)
+            self._headers[CSRF_HEADER] = csrf_token
         self._shared_transport = transport is not None
         # Built once; verification is off because agy's certificate is self-signed.
         self._ssl = ssl.create_default_context()

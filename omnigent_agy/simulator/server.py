@@ -112,6 +112,9 @@ class ConnectApp:
         if scope["type"] != "http":
             return
         headers = _headers(scope)
+        # Read the request before answering even a refusal: hypercorn's HTTP/2 stream
+        # fails on body data that arrives for a stream it has already closed.
+        body = await _read_body(receive)
         if scope["method"] != "POST":
             await _send_error(send, 405, "unimplemented", "connect calls are POST")
             return
@@ -121,7 +124,6 @@ class ConnectApp:
             return
         path: str = scope["path"]
         method = path.removeprefix(self._prefix) if path.startswith(self._prefix) else None
-        body = await _read_body(receive)
         if body is None:
             await _send_error(send, 413, "resource_exhausted", "request body too large")
         elif method in self._unary:
@@ -294,19 +296,64 @@ async def _send_bytes(send: Send, status: int, content_type: bytes, body: bytes)
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-class _RefusePlaintext:
-    """Lets lifespan through and answers every plain-HTTP request 404, like agy's port N+1."""
+class _Served:
+    """What hypercorn runs: lifespan handled, plain HTTP refused with 404 like agy's port
+    N+1, and every call in flight tracked so shutdown can end the ones that never finish."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self._inflight: set[asyncio.Task[Any]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
         elif scope["type"] == "http" and scope.get("scheme") != "https":
+            await _read_body(receive)  # see ConnectApp.__call__
             await _send_plain(send, 404, "404 page not found")
         else:
-            await self.app(scope, receive, send)
+            task = asyncio.current_task()
+            assert task is not None
+            self._inflight.add(task)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self._inflight.discard(task)
+
+    def cancel_inflight(self) -> None:
+        for task in self._inflight:
+            task.cancel()
+
+
+def _shorten_tls_shutdown(loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+    """Make TLS servers created on ``loop`` give up on a peer's close_notify after ``timeout``.
+
+    hypercorn stops only once every connection is gone (asyncio's ``Server.wait_closed``
+    waits for them), and closing a TLS connection waits for the peer's close_notify, 30 s
+    by default. An httpx client answers it only while reading, and a pooled idle
+    connection is not read, so without this every stop would take 30 s. hypercorn does not
+    pass ``ssl_shutdown_timeout`` on, hence this default added to the loop (idempotent;
+    it only fills in a value nobody gave).
+    """
+    if getattr(loop.create_server, "_short_tls_shutdown", False):
+        return
+    create_server = loop.create_server
+
+    async def create_server_with_short_tls_shutdown(*args: Any, **kwargs: Any) -> asyncio.Server:
+        if kwargs.get("ssl") is not None:
+            kwargs.setdefault("ssl_shutdown_timeout", timeout)
+        return await create_server(*args, **kwargs)
+
+    create_server_with_short_tls_shutdown._short_tls_shutdown = True  # type: ignore[attr-defined]
+    loop.create_server = create_server_with_short_tls_shutdown  # type: ignore[method-assign]
+
+
+def _quiet_tls_shutdown_timeouts(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Expected at stop (see _shorten_tls_shutdown): logged at debug, the rest as usual."""
+    exception = context.get("exception")
+    if isinstance(exception, TimeoutError) and "SSL shutdown" in str(exception):
+        logger.debug("a client did not answer TLS close_notify; connection aborted")
+        return
+    loop.default_exception_handler(context)
 
 
 def _bind_pair(
@@ -409,12 +456,19 @@ class TlsConnectServer:
         config.insecure_bind = [f"fd://{plain.detach()}"]
         config.graceful_timeout = self._graceful_timeout
         config.errorlog = logger
+        served = _Served(self.app)
+
+        async def shutdown_trigger() -> None:
+            await shutdown_event.wait()
+            # hypercorn waits for every connection to close (asyncio's Server.wait_closed
+            # does) before its own grace period starts, and a stream that never ends would
+            # hold its connection forever: end the calls still running after our grace.
+            asyncio.get_running_loop().call_later(self._graceful_timeout, served.cancel_inflight)
+
+        _shorten_tls_shutdown(asyncio.get_running_loop(), self._graceful_timeout)
         try:
             await hypercorn_serve(
-                cast(Any, _RefusePlaintext(self.app)),
-                config,
-                shutdown_trigger=shutdown_event.wait,
-                mode="asgi",
+                cast(Any, served), config, shutdown_trigger=shutdown_trigger, mode="asgi"
             )
         finally:
             if self._own_certs:
@@ -438,6 +492,7 @@ class TlsConnectServer:
     def _run(self, running: threading.Event) -> None:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
+            self._loop.set_exception_handler(_quiet_tls_shutdown_timeouts)
             self._shutdown = asyncio.Event()
             running.set()
             await self.serve(self._shutdown)
