@@ -3,13 +3,14 @@
 Identity (DESIGN-NOTES §5): every event that becomes an omnigent item carries a stable id built
 from the step that produced it (`StepKey.item_id`, `call_id`), never from anything that differs
 between a streamed and a polled copy of the step. Events are values: frozen, slotted, compared
-by content. Those that carry raw wire JSON (`raw`) are not hashable.
+by content. Those that carry JSON objects (`raw`, `arguments`, `spec`, …) are not hashable.
 
 Text deltas are *splices* on the step's text: ``text = text[:delta.offset] + delta.text``
 (`apply_delta`). While agy only appends, `offset` equals the length streamed so far and this is
 plain concatenation; if agy rewrites text already streamed, the mapper emits one delta whose
-offset is the length of the common prefix. Either way, applying a step's deltas in order yields
-its committed `AssistantMessage.text` exactly.
+offset is the length of the common prefix (its text may be empty when agy only cut text).
+Either way, applying a step's deltas in order yields its committed `AssistantMessage.text`
+exactly; a step first seen already settled (after a reconnect) gets one delta with all of it.
 """
 
 from __future__ import annotations

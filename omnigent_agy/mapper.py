@@ -9,7 +9,8 @@ Rules (WIRE.md §4 to §6):
 - Steps are cumulative snapshots, re-sent whole while they change. Deltas are the new suffix of
   `plannerResponse.modifiedResponse` / `thinking` against what this state already emitted for
   the step (see `events` for the splice rule when agy rewrites text). A frame that has no text
-  field leaves the text as streamed.
+  field leaves the text as streamed. A step first seen settled still gets its deltas, so the
+  deltas of a step always rebuild its committed text.
 - A step is *committed* once it settles: its final events are emitted (the one
   `AssistantMessage`, the `ToolCallFinished`, the `UsageReported`, …) and its key is recorded, so
   any later copy of it (stream replay, poll catch-up) maps to nothing.
@@ -242,7 +243,7 @@ def _map_error_message(step: JsonObject, key: StepKey, status: str, events: list
     message, detail = step_error_text(step)
     if message is None and not is_settled(status):
         return  # wait for the text; an ERROR_MESSAGE step is complete once it has one
-    error = obj(obj(step_payload(step)).get("error")) or obj(step.get("error"))
+    error = obj(step_payload(step).get("error")) or obj(step.get("error"))
     events.append(
         ErrorReported(
             key=key,
