@@ -1,16 +1,126 @@
-"""Entry point of the ``omnigent.community.harness`` group."""
+"""Entry point of the ``omnigent.community.harness`` group.
+
+omnigent calls ``get_contribution()`` once per process (server and host) and catches and
+logs anything it raises as a plugin load error (``plugin_state().load_errors``). So a
+broken configuration raises a ``ConfigError`` naming the key: the harness is then absent
+and the reason is in omnigent's log and in ``omnigent-agy doctor``, rather than the
+harness appearing and failing on every turn.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import pluggy
+from omnigent.harness_capabilities import (
+    AuthModel,
+    EffortFamily,
+    Elicitation,
+    ForkHistory,
+    HarnessCapabilities,
+    InstructionDelivery,
+    IntegrationMode,
+    ModelFamily,
+    Resume,
+)
 from omnigent.harness_plugins import HarnessContribution
 
+from omnigent_agy.config import load_config
+from omnigent_agy.errors import AgyError
+from omnigent_agy.hooks import (
+    HARNESS_ID,
+    HarnessRegistration,
+    get_plugin_manager,
+    harness_registrations,
+)
+
 CONTRIBUTION_NAME = "omnigent-agy"
+PACKAGE = "omnigent-agy"
+# Every import path must start with omnigent.community.harness. (HOST.md).
+APP_MODULE = "omnigent.community.harness.agy.app"
+SPAWN_ENV_BUILDER = "omnigent.community.harness.agy.spawn_env:build_spawn_env"
+# The conventional name: the process manager respawns a harness on a model change only
+# when the spawn env's HARNESS_<ID>_MODEL differs (runtime/harnesses/process_manager.py).
+MODEL_ENV_KEY = "HARNESS_AGY_CLI_MODEL"
+# omnigent's core install spec for the `agy` binary (onboarding/harness_install.py keys it
+# by the "gemini" family). Point at it; defining install_specs["gemini"] would replace it.
+INSTALL_KEY = "gemini"
+
+DEFAULT_CAPABILITIES = HarnessCapabilities(
+    # agy hosts its language server in a runner-owned process; turns go over RPC.
+    integration_mode=IntegrationMode.NATIVE_SERVER,
+    # Approvals and questions reach the web as elicitation events over SSE.
+    elicitation=Elicitation.SSE_PERMISSION,
+    # A respawned harness re-attaches to the running agy and the same cascade.
+    resume=Resume.WARM_REATTACH,
+    effort=EffortFamily.GEMINI,
+    # agy serves Gemini, Claude and GPT-OSS models under its own names; the only reader
+    # of this field (sub-agent model inheritance, runner/tool_dispatch.py) must not hand
+    # an SDK harness's Gemini id to agy or agy's names to the SDK harness.
+    model_family=ModelFamily.MULTI,
+    auth=AuthModel.OWN_AUTH,
+    subagents=False,
+    interrupt=True,
+    streaming=True,
+    steering=True,
+    fork_history=ForkHistory.NONE,
+    shell_tool_name="run_command",
+    shell_tool_prompt="Use your run_command tool to run this exact command: echo omnigent-bench-ok",
+    instruction_delivery=InstructionDelivery.NOT_DELIVERED,
+)
+
+
+class ContributionError(AgyError):
+    """A plugin registered something omnigent-agy cannot contribute."""
 
 
 def get_contribution() -> HarnessContribution:
-    """Return omnigent-agy's harness contribution.
+    """The harness contribution, or an empty one unless the enable flag is on."""
+    config = load_config()
+    if not config.enabled:
+        return HarnessContribution(name=CONTRIBUTION_NAME)
+    return build_contribution(get_plugin_manager())
 
-    Until the harness lands this is an empty, valid contribution: omnigent loads it
-    without error and offers nothing new.
+
+def merge_registrations(registrations: Sequence[HarnessRegistration]) -> HarnessRegistration:
+    """One description of agy-cli from every plugin's registration.
+
+    Registrations arrive in hook call order, installed plugins before the built-in one:
+    the first label and capabilities win, aliases add up.
     """
-    return HarnessContribution(name=CONTRIBUTION_NAME)
+    ours = [r for r in registrations if r.harness_id == HARNESS_ID]
+    foreign = sorted({r.harness_id for r in registrations} - {HARNESS_ID})
+    if foreign:
+        raise ContributionError(
+            f"an omnigent_agy plugin registered harness {foreign[0]!r}; omnigent-agy serves "
+            f"only {HARNESS_ID!r} (register aliases for it instead)"
+        )
+    if not ours:
+        raise ContributionError(f"no plugin registered {HARNESS_ID!r} (is 'builtin' blocked?)")
+    capabilities = next((r.capabilities for r in ours if r.capabilities is not None), None)
+    if capabilities is not None and not isinstance(capabilities, HarnessCapabilities):
+        raise ContributionError(
+            f"capabilities registered for {HARNESS_ID!r} must be omnigent's "
+            f"HarnessCapabilities, not {type(capabilities).__name__}"
+        )
+    aliases = tuple(dict.fromkeys(a for r in ours for a in r.aliases if a != HARNESS_ID))
+    return HarnessRegistration(HARNESS_ID, ours[0].label, aliases, capabilities)
+
+
+def build_contribution(manager: pluggy.PluginManager) -> HarnessContribution:
+    harness = merge_registrations(harness_registrations(manager))
+    spellings = (HARNESS_ID, *harness.aliases)
+    capabilities = harness.capabilities
+    assert capabilities is None or isinstance(capabilities, HarnessCapabilities)
+    return HarnessContribution(
+        name=CONTRIBUTION_NAME,
+        valid_harnesses=frozenset({HARNESS_ID}),
+        harness_modules={HARNESS_ID: APP_MODULE},
+        aliases=dict.fromkeys(harness.aliases, HARNESS_ID),
+        harness_install_keys=dict.fromkeys(spellings, INSTALL_KEY),
+        model_env_keys={HARNESS_ID: MODEL_ENV_KEY},
+        spawn_env_builders={HARNESS_ID: SPAWN_ENV_BUILDER},
+        missing_install_package=dict.fromkeys(spellings, PACKAGE),
+        harness_labels={HARNESS_ID: harness.label},
+        capabilities={HARNESS_ID: capabilities or DEFAULT_CAPABILITIES},
+    )
