@@ -112,7 +112,7 @@ class ToolCallFinished:
     call_id: str
     key: StepKey
     name: str
-    outcome: ToolOutcome  # re-exported from steps
+    outcome: ToolOutcome  # defined in tool_steps, re-exported here
     output: str
     exit_code: int | None = None
     truncated: bool = False
