@@ -1,0 +1,172 @@
+"""``omnigent-agy``: enable or disable the harness and show the effective configuration.
+
+Each subcommand is one ``_add_<name>(subparsers)`` function listed in ``COMMANDS``: it
+adds its parser and sets ``handler`` to a function taking the parsed arguments and
+returning the exit status. ``doctor`` and ``demo`` join the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from omnigent_agy.catalog import FAMILY_ALIASES
+from omnigent_agy.config import (
+    ENV_ENABLED,
+    ENV_PATH,
+    KEY,
+    AgyConfig,
+    AgyNotFoundError,
+    ConfigError,
+    default_config_path,
+    load_config,
+    resolve_executable,
+    set_enabled,
+)
+from omnigent_agy.errors import AgyError
+from omnigent_agy.hooks import get_plugin_manager, model_aliases
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _config_path(args: argparse.Namespace) -> Path:
+    path = getattr(args, "config", None)
+    return Path(path).expanduser() if path else default_config_path()
+
+
+def _enable(args: argparse.Namespace, *, enabled: bool) -> int:
+    change = set_enabled(_config_path(args), enabled)
+    word = "enabled" if enabled else "disabled"
+    before = {None: "unset", True: "true", False: "false"}[change.before]
+    print(f"{KEY}.enabled: {before} -> {str(enabled).lower()} in {change.path}")
+    if change.backup is not None:
+        print(f"comments are not kept when the file is rewritten; the old file is {change.backup}")
+    override = os.environ.get(ENV_ENABLED, "").strip()
+    if override and (override == "1") != enabled:
+        print(f"note: {ENV_ENABLED}={override} is set and overrides the file", file=sys.stderr)
+    print(f"omnigent-agy is {word}; restart `omnigent server` and `omnigent host` to apply it")
+    return EXIT_OK
+
+
+def _add_enable(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser("enable", help="offer the agy-cli harness to omnigent")
+    parser.set_defaults(handler=lambda args: _enable(args, enabled=True))
+
+
+def _add_disable(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser("disable", help="stop offering the agy-cli harness")
+    parser.set_defaults(handler=lambda args: _enable(args, enabled=False))
+
+
+def describe(config: AgyConfig) -> list[str]:
+    """The effective configuration as lines of text; nothing secret is in it."""
+    try:
+        executable = str(resolve_executable(config))
+    except AgyNotFoundError as exc:
+        executable = f"not found ({exc})"
+    source = {"file": f"{KEY}.enabled", "default": "default"}.get(
+        config.enabled_source, config.enabled_source
+    )
+    policy = config.permissions
+    lines = [
+        f"config file:       {config.path}",
+        f"enabled:           {str(config.enabled).lower()} (from {source})",
+        f"agy executable:    {executable}",
+        f"agy arguments:     {' '.join(config.args) or '(none)'}",
+        f"keep agy running:  {str(config.keep_agy_running).lower()}",
+        f"permission mode:   {policy.mode.value}",
+        f"deny rules:        {', '.join(map(str, policy.deny)) or '(none)'}",
+        f"allow rules:       {', '.join(map(str, policy.allow)) or '(none)'}",
+    ]
+    manager = get_plugin_manager()
+    plugins = sorted(name for name, _ in manager.list_name_plugin() if name)
+    aliases = {**dict.fromkeys(FAMILY_ALIASES, "(family)"), **model_aliases(manager)}
+    lines.append(f"plugins:           {', '.join(plugins)}")
+    lines.append("model aliases:     " + ", ".join(f"{a} -> {t}" for a, t in aliases.items()))
+    return lines
+
+
+def _show_config(args: argparse.Namespace) -> int:
+    config = load_config(_config_path(args))
+    print("\n".join(describe(config)))
+    if os.environ.get(ENV_PATH, "").strip():
+        print(f"({ENV_PATH} is set and takes precedence over {KEY}.command)")
+    return EXIT_OK
+
+
+def _add_config(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser("config", help="print the effective configuration")
+    parser.set_defaults(handler=_show_config)
+
+
+AGENT_PACKAGE = "omnigent.community.harness.agy"
+AGENT_YAML = "agy-cli.yaml"
+
+
+def agent_yaml_path() -> Path:
+    """The shipped agent YAML (package data of the adapter)."""
+    return Path(str(resources.files(AGENT_PACKAGE).joinpath(AGENT_YAML)))
+
+
+def _show_agent_path(args: argparse.Namespace) -> int:
+    del args
+    print(agent_yaml_path())
+    return EXIT_OK
+
+
+def _add_agent_path(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser(
+        "agent-path",
+        help="print the path of the shipped agent YAML (for `omnigent agent add`)",
+    )
+    parser.set_defaults(handler=_show_agent_path)
+
+
+COMMANDS: tuple[Callable[[argparse._SubParsersAction[Any]], None], ...] = (
+    _add_enable,
+    _add_disable,
+    _add_config,
+    _add_agent_path,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="omnigent-agy", description="Google's Antigravity CLI (agy) as an omnigent harness."
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="the omnigent config file (default: ~/.omnigent/config.yaml or "
+        "$OMNIGENT_CONFIG_HOME/config.yaml)",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except ConfigError as exc:
+        print(f"omnigent-agy: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except AgyError as exc:
+        print(f"omnigent-agy: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
