@@ -817,7 +817,8 @@ def test_subagent_child_cascade(workspace: Path) -> None:
         assert meta["parentConversationId"] == cid
         child_steps = await sim.idle(child)
         report = child_steps[-1]["plannerResponse"]["response"]
-        assert invoke["invokeSubagent"]["result"] == report
+        assert invoke["invokeSubagent"]["results"] == [{"conversationId": child, "summary": report}]
+        assert invoke["invokeSubagent"]["subagents"][0]["role"] == "Workspace Surveyor"
         assert report in steps[-2]["plannerResponse"]["response"]  # before the checkpoint
 
     run_sim(workspace, body)

@@ -361,8 +361,11 @@ class SimEngine:
         if cascade.queue and not self._rt.closed:
             self._start_turn(cascade, cascade.queue.pop(0))
 
-    async def _spawn_subagent(self, parent: Cascade, task: str, model: CatalogModel) -> str:
+    async def _spawn_subagent(
+        self, parent: Cascade, task: str, model: CatalogModel, started: Callable[[str], None]
+    ) -> str:
         child = self.new_cascade(parent=parent)
+        started(child.cascade_id)
         message = QueuedMessage(
             [{"text": task}], self.planner_config({"planModel": model.model}), ""
         )

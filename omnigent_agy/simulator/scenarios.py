@@ -300,15 +300,17 @@ async def model_error(turn: TurnApi) -> None:
 
 
 async def subagent(turn: TurnApi) -> None:
-    task = "Survey the workspace and report what is there."
+    role, task = "Workspace Surveyor", "Survey the workspace and report what is there."
     call = await turn.call_tool(
         "invoke_subagent",
         _tool_args(
-            {"Role": "Workspace Surveyor", "Task": task}, "Starting a sub-agent", "Sub-agent"
+            {"Subagents": [{"prompt": task, "role": role, "typeName": "general"}]},
+            "Starting a sub-agent",
+            "Start 1 subagent",
         ),
         thinking="**Delegating**\n\nA sub-agent can survey the workspace.",
     )
-    report = await turn.invoke_subagent(call, role="Workspace Surveyor", task=task)
+    report = await turn.invoke_subagent(call, role=role, task=task)
     await turn.say(f"The sub-agent reported: {report}")
 
 

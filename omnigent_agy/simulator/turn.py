@@ -35,7 +35,7 @@ from omnigent_agy.simulator.scenarios import (
     ScenarioKnobs,
 )
 
-SpawnSubagent = Callable[[Cascade, str, CatalogModel], Awaitable[str]]
+SpawnSubagent = Callable[[Cascade, str, CatalogModel, Callable[[str], None]], Awaitable[str]]
 
 
 class TurnAbortedError(Exception):
@@ -456,13 +456,21 @@ class Turn:
         self._active = None
 
     async def invoke_subagent(self, call: sf.ToolCall, *, role: str, task: str) -> str:
-        # No recorded INVOKE_SUBAGENT payload exists: the field names here are a guess.
+        # No recorded INVOKE_SUBAGENT payload exists: the shape is a guess, the same one the
+        # project's hand-made fixtures use (subagents[] requested, results[] per child).
+        payload = {"subagents": [{"role": role, "typeName": "general", "prompt": task}]}
         index = self._new_tool_step(
-            call, "CORTEX_STEP_TYPE_INVOKE_SUBAGENT", "invokeSubagent", {"role": role, "task": task}
+            call, "CORTEX_STEP_TYPE_INVOKE_SUBAGENT", "invokeSubagent", payload
         )
         self._set(index, sf.S_RUNNING)
-        report = await self._env.spawn_subagent(self._cascade, task, self._model)
-        self._cascade.steps[index]["invokeSubagent"]["result"] = report
+        step = self._cascade.steps[index]
+
+        def started(child_id: str) -> None:
+            step["invokeSubagent"]["results"] = [{"conversationId": child_id}]
+            self._touch(index)
+
+        report = await self._env.spawn_subagent(self._cascade, task, self._model, started)
+        step["invokeSubagent"]["results"][0]["summary"] = report
         self._set(index, sf.S_DONE)
         self._active = None
         return report
