@@ -9,13 +9,29 @@ process in a tmux pane on a private socket and talk to it over real TLS HTTP/2 w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+import libtmux
+import psutil
 import pytest
 
+from omnigent_agy.client import SERVICE, RpcClient
+from omnigent_agy.errors import Code, CsrfError, RpcError
 from omnigent_agy.simulator.__main__ import (
     DEFAULT_STARTUP_DELAY,
     SIM_VERSION,
@@ -25,9 +41,17 @@ from omnigent_agy.simulator.__main__ import (
     version_tuple,
 )
 from omnigent_agy.simulator.cascade import TranscriptEvent
-from omnigent_agy.simulator.catalog import ModelCatalog
+from omnigent_agy.simulator.catalog import DEFAULT_MODEL_ENUM, ModelCatalog
 from omnigent_agy.simulator.faults import FaultKind, FaultRule
-from omnigent_agy.simulator.tui import SIGN_IN_HINT, Tui, TuiActions, render, survey_enabled
+from omnigent_agy.simulator.process import resolve_tui_model
+from omnigent_agy.simulator.tui import (
+    SIGN_IN_HINT,
+    Tui,
+    TuiActions,
+    render,
+    survey_enabled,
+    typed_interaction,
+)
 
 # -- the command line -------------------------------------------------------------------
 
@@ -306,3 +330,531 @@ def test_a_closed_terminal_does_not_stop_the_tui() -> None:
     tui = Tui(out, TuiActions(submit=_never))
     out.close()
     tui.on_transcript(event("answer", "still alive"))
+
+
+def test_typed_interactions() -> None:
+    assert typed_interaction("/allow") == {"permission": {"allow": True}}
+    assert typed_interaction("/deny") == {"permission": {"allow": False}}
+    assert typed_interaction("/allow-conversation")["permission"]["scope"] == (
+        "PERMISSION_SCOPE_CONVERSATION"
+    )
+    assert typed_interaction("/answer 1, 3; skip; in blue") == {
+        "askQuestion": {
+            "responses": [
+                {"selectedOptionIds": ["1", "3"]},
+                {"skipped": True},
+                {"writeInResponse": "in blue"},
+            ]
+        }
+    }
+    with pytest.raises(ValueError, match="usage"):
+        typed_interaction("/answer")
+
+
+@pytest.mark.parametrize(
+    ("model", "effort", "expected"),
+    [
+        (None, None, DEFAULT_MODEL_ENUM),
+        ("Gemini 3 Pro (High)", None, "MODEL_PLACEHOLDER_M20"),
+        ("gemini-3-pro-high", "low", "MODEL_PLACEHOLDER_M18"),
+        ("Gemini 3.1 Pro (Low)", "Medium", "MODEL_PLACEHOLDER_M70"),
+    ],
+)
+def test_resolve_tui_model(model: str | None, effort: str | None, expected: str) -> None:
+    assert resolve_tui_model(model, effort) == expected
+
+
+@pytest.mark.parametrize(("model", "effort"), [("GPT-9", None), ("Gemini 3 Flash", "high")])
+def test_resolve_tui_model_rejects(model: str, effort: str | None) -> None:
+    with pytest.raises(ValueError, match=r"agy-sim serves|effort variant"):
+        resolve_tui_model(model, effort)
+
+
+# == the real process in tmux ===========================================================
+
+AGY_SIM = Path(sys.executable).with_name("agy-sim")
+STARTING = re.compile(r"Starting language server process with pid (\d+)")
+LISTENING = re.compile(r"Language server listening on random port at (\d+) for HTTPS \(gRPC\)")
+TOKEN = "tmux-test-token-0123456789"
+FAST = ["--sim-startup-delay", "0.3", "--sim-token-delay", "0.005"]
+
+
+def wait_for[T](probe: Callable[[], T | None], what: str, timeout: float = 20.0) -> T:
+    """Poll ``probe`` until it returns something other than None/False."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value is not None and value is not False:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def wait_exited(process: psutil.Process, timeout: float = 15.0) -> None:
+    """Until ``process`` has exited (a zombie its tmux parent has not reaped yet counts)."""
+
+    def gone() -> bool:
+        try:
+            return process.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    wait_for(gone, f"process {process.pid} to exit", timeout)
+
+
+@dataclass
+class Sim:
+    """One agy-sim process running in a tmux pane."""
+
+    pane: libtmux.Pane
+    log: Path
+    workspace: Path
+    faults: Path
+    gemini_dir: Path
+
+    def log_text(self) -> str:
+        return self.log.read_text(encoding="utf-8") if self.log.exists() else ""
+
+    @property
+    def pid(self) -> int:
+        match = wait_for(lambda: STARTING.search(self.log_text()), "the pid line")
+        return int(match.group(1))
+
+    def ports_logged(self) -> list[int]:
+        return [int(port) for port in LISTENING.findall(self.log_text())]
+
+    @property
+    def port(self) -> int:
+        """The TLS port of the latest listening line (discovery from the log file)."""
+        return wait_for(lambda: (self.ports_logged() or [None])[-1], "the listening line")
+
+    def screen(self) -> str:
+        return "\n".join(self.pane.capture_pane(start=-3000) or [])
+
+    def wait_screen(self, text: str, timeout: float = 20.0) -> str:
+        return wait_for(
+            lambda: text in self.screen() and self.screen(), f"{text!r} on screen", timeout
+        )
+
+    def type(self, line: str, *, enter: bool = True) -> None:
+        self.pane.send_keys(line, enter=enter, literal=True)
+
+    def set_faults(self, *faults: dict[str, Any], restart: int = 0) -> None:
+        tmp = self.faults.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"restart": restart, "faults": list(faults)}))
+        tmp.replace(self.faults)  # atomic: the process never reads half a file
+
+    def rpc[T](self, scenario: Callable[[RpcClient], Awaitable[T]], *, token: str = TOKEN) -> T:
+        async def main() -> T:
+            async with RpcClient(port=self.port, csrf_token=token) as client:
+                result = await scenario(client)
+                assert client.http_version in (None, "HTTP/2")
+                return result
+
+        return asyncio.run(main())
+
+    def stop(self, signum: signal.Signals = signal.SIGTERM) -> None:
+        try:
+            process = psutil.Process(self.pid)
+            process.send_signal(signum)
+        except psutil.NoSuchProcess:
+            return
+        wait_exited(process)
+
+
+class SimLauncher:
+    """Starts agy-sim processes in panes of a private tmux server and stops them all."""
+
+    def __init__(self, tmux: libtmux.Server, root: Path) -> None:
+        self.tmux = tmux
+        self.root = root
+        self.sims: list[Sim] = []
+
+    def launch(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        survey: bool = False,
+        token: str | None = TOKEN,
+        wait_ready: bool = True,
+    ) -> Sim:
+        home = self.root / f"sim{len(self.sims)}"
+        workspace, gemini_dir = home / "workspace", home / "gemini"
+        workspace.mkdir(parents=True)
+        (workspace / "README.md").write_text("# a project\n")
+        if not survey:  # as the plugin does: the survey swallows typed input (WIRE.md §1)
+            settings = gemini_dir / "antigravity-cli" / "settings.json"
+            settings.parent.mkdir(parents=True)
+            settings.write_text(json.dumps({"showFeedbackSurvey": False}))
+        sim = Sim(
+            pane=None,  # type: ignore[arg-type]
+            log=home / "agy.log",
+            workspace=workspace,
+            faults=home / "faults.json",
+            gemini_dir=gemini_dir,
+        )
+        argv = [str(AGY_SIM)]
+        if token is not None:
+            argv.append(f"--csrf_token={token}")
+        argv += ["--log-file", str(sim.log), "--gemini_dir", str(gemini_dir)]
+        argv += ["--sim-faults", str(sim.faults), *args]
+        session = self.tmux.new_session(
+            session_name=f"sim{len(self.sims)}",
+            window_command=shlex.join(argv),
+            start_directory=str(workspace),
+            environment=env or {},
+            x=220,
+            y=60,
+        )
+        session.set_option("remain-on-exit", "on", global_=True)
+        sim.pane = session.active_pane  # type: ignore[assignment]
+        self.sims.append(sim)
+        if wait_ready:
+            sim.wait_screen("[ready")
+        return sim
+
+    def stop_all(self) -> None:
+        for sim in self.sims:
+            if STARTING.search(sim.log_text()):
+                sim.stop()
+
+
+@pytest.fixture
+def sims(tmp_path: Path) -> Iterator[SimLauncher]:
+    tmux = libtmux.Server(socket_name=f"agy-sim-test-{uuid.uuid4().hex[:12]}")
+    launcher = SimLauncher(tmux, tmp_path)
+    try:
+        yield launcher
+    finally:
+        launcher.stop_all()
+        with contextlib.suppress(Exception):
+            tmux.kill()
+
+
+@pytest.fixture(scope="module")
+def shared_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    """One ready agy-sim for the tests that only talk to it; faults reset per test."""
+    tmux = libtmux.Server(socket_name=f"agy-sim-shared-{uuid.uuid4().hex[:12]}")
+    launcher = SimLauncher(tmux, tmp_path_factory.mktemp("shared-sim"))
+    try:
+        yield launcher.launch(*FAST, "--sim-debug-rpc")
+    finally:
+        launcher.stop_all()
+        with contextlib.suppress(Exception):
+            tmux.kill()
+
+
+@pytest.fixture
+def sim(shared_sim: Sim) -> Iterator[Sim]:
+    restart = max(0, len(shared_sim.ports_logged()) - 1)
+    shared_sim.set_faults(restart=restart)
+    yield shared_sim
+    shared_sim.set_faults(restart=max(0, len(shared_sim.ports_logged()) - 1))
+
+
+# -- conversation helpers -------------------------------------------------------------
+
+
+async def plan_model(client: RpcClient) -> str:
+    response = (await client.get_available_models())["response"]
+    return str(response["models"][response["defaultAgentModelId"]]["model"])
+
+
+async def wait_steps(
+    client: RpcClient,
+    cascade_id: str,
+    done: Callable[[list[dict[str, Any]]], bool],
+    timeout: float = 20.0,
+) -> list[dict[str, Any]]:
+    """Poll the trajectory until ``done(steps)``."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        steps = await client.get_cascade_trajectory_steps(cascade_id)
+        if done(steps):
+            return steps
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"trajectory never got there: {[s.get('status') for s in steps]}")
+        await asyncio.sleep(0.05)
+
+
+async def wait_idle(client: RpcClient, cascade_id: str, timeout: float = 20.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        summaries = (await client.get_all_cascade_trajectories())["trajectorySummaries"]
+        if summaries[cascade_id]["status"] == "CASCADE_RUN_STATUS_IDLE":
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("the cascade never went idle")
+        await asyncio.sleep(0.05)
+
+
+def waiting(kind: str) -> Callable[[list[dict[str, Any]]], bool]:
+    return lambda steps: any(
+        s.get("status") == "CORTEX_STEP_STATUS_WAITING"
+        and kind in s.get("requestedInteraction", {})
+        for s in steps
+    )
+
+
+def freshest_waiting(steps: list[dict[str, Any]], kind: str) -> tuple[int, dict[str, Any]]:
+    for index in range(len(steps) - 1, -1, -1):
+        step = steps[index]
+        if step.get("status") == "CORTEX_STEP_STATUS_WAITING" and kind in step.get(
+            "requestedInteraction", {}
+        ):
+            return index, step
+    raise AssertionError(f"no {kind} step is waiting")
+
+
+async def new_turn(client: RpcClient, text: str) -> str:
+    cascade_id = await client.start_cascade()
+    await client.send_user_cascade_message(cascade_id, text, plan_model=await plan_model(client))
+    return cascade_id
+
+
+async def answer(
+    client: RpcClient, cascade_id: str, index: int, step: dict[str, Any], **interaction: Any
+) -> None:
+    trajectory_id = step["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"]
+    await client.call(
+        "HandleCascadeUserInteraction",
+        {
+            "cascadeId": cascade_id,
+            "interaction": {"trajectoryId": trajectory_id, "stepIndex": index, **interaction},
+        },
+    )
+
+
+# -- the process: start-up, flags, signals ------------------------------------------------
+
+
+def run_sim(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(AGY_SIM), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_version_prints_agy_style_version() -> None:
+    done = run_sim("--version")
+    assert (done.returncode, done.stdout.strip()) == (0, SIM_VERSION)
+    assert run_sim("--version", "--sim-version", "1.2.1").stdout.strip() == "1.2.1"
+
+
+def test_models_exit_status_says_signed_in() -> None:
+    signed_in = run_sim("models")
+    assert signed_in.returncode == 0
+    assert "Gemini 3 Pro (High)" in signed_in.stdout.splitlines()
+    flag = run_sim("models", "--sim-signed-out")
+    env = run_sim("models", env={"AGY_SIM_SIGNED_OUT": "1"})
+    for signed_out in (flag, env):
+        assert signed_out.returncode != 0
+        assert signed_out.stdout == ""
+        assert "sign in" in signed_out.stderr
+
+
+def listeners(pid: int) -> set[int]:
+    return {
+        conn.laddr.port
+        for conn in psutil.Process(pid).net_connections(kind="tcp")
+        if conn.status == psutil.CONN_LISTEN
+    }
+
+
+@pytest.mark.tmux
+def test_startup_sequence(sims: SimLauncher) -> None:
+    sim = sims.launch("--sim-startup-delay", "4", wait_ready=False)
+    pid = sim.pid  # the first log line comes at once
+    assert (
+        sim.log_text().splitlines()[0].endswith(f"Starting language server process with pid {pid}")
+    )
+    ports = wait_for(lambda: len(found := listeners(pid)) == 2 and found, "two listeners")
+    tls_port, plain_port = sorted(ports)
+    assert plain_port == tls_port + 1
+    assert sim.ports_logged() == []  # not ready: no listening line yet
+
+    async def early(client: RpcClient) -> RpcError:
+        with pytest.raises(RpcError) as caught:
+            await client.call("Heartbeat", {})
+        return caught.value
+
+    async def heartbeat(client: RpcClient) -> dict[str, Any]:
+        return await client.call("Heartbeat", {})
+
+    async def at(port: int, scenario: Callable[[RpcClient], Awaitable[Any]]) -> Any:
+        async with RpcClient(port=port, csrf_token=TOKEN) as client:
+            result = await scenario(client)
+            assert client.http_version == "HTTP/2"
+            return result
+
+    refused = asyncio.run(at(tls_port, early))
+    assert (refused.code, refused.http_status) == (Code.UNAVAILABLE, 503)
+    assert sim.port == tls_port  # the listening line, once ready
+    assert "[ready] conversation" in sim.wait_screen("[ready")
+    assert "lastExtensionHeartbeat" in asyncio.run(at(tls_port, heartbeat))
+    plain = httpx.post(f"http://127.0.0.1:{plain_port}/{SERVICE}/Heartbeat", json={})
+    assert plain.status_code == 404
+
+
+@pytest.mark.tmux
+def test_discovery_from_the_log_file(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST)
+    port = discover_from_log(sim.log)
+    assert port == sim.port
+    assert port in listeners(sim.pid)
+
+
+def discover_from_log(log: Path) -> int:
+    ports = LISTENING.findall(log.read_text(encoding="utf-8"))
+    assert ports, "no listening line"
+    return int(ports[-1])
+
+
+@pytest.mark.tmux
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signals_stop_it_promptly_and_close_both_ports(
+    sims: SimLauncher, signum: signal.Signals
+) -> None:
+    sim = sims.launch(*FAST)
+    pid, port = sim.pid, sim.port
+    assert listeners(pid) == {port, port + 1}
+    process = psutil.Process(pid)
+    process.send_signal(signum)
+    wait_exited(process)
+    for closed in (port, port + 1):
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{closed}/")
+    assert "agy-sim stopped" in sim.log_text()
+
+
+@pytest.mark.tmux
+def test_csrf_is_enforced(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST)
+
+    async def wrong(client: RpcClient) -> CsrfError:
+        with pytest.raises(CsrfError) as caught:
+            await client.call("Heartbeat", {})
+        return caught.value
+
+    assert sim.rpc(wrong, token="not-the-token").http_status == 403
+    missing = httpx.post(
+        f"https://127.0.0.1:{sim.port}/{SERVICE}/Heartbeat",
+        json={},
+        headers={"Connect-Protocol-Version": "1"},
+        verify=False,  # agy's certificate is self-signed; loopback only
+    )
+    assert missing.status_code == 401
+    assert missing.json()["code"] == "unauthenticated"
+
+
+@pytest.mark.tmux
+def test_old_version_without_csrf_and_unknown_methods(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST, "--sim-version", "1.2.1", token=None)
+
+    async def calls(client: RpcClient) -> RpcError:
+        await client.call("Heartbeat", {})  # any token: 1.2.1 predates CSRF
+        with pytest.raises(RpcError) as caught:
+            await client.call("GetCascadeStatus", {})
+        return caught.value
+
+    assert sim.rpc(calls, token="anything").http_status == 404
+
+
+@pytest.mark.tmux
+def test_signed_out_refuses_turns(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST, env={"AGY_SIM_SIGNED_OUT": "1"})
+    assert "signed out" in sim.wait_screen("[ready")
+
+    async def turn(client: RpcClient) -> RpcError:
+        with pytest.raises(RpcError) as caught:
+            await new_turn(client, "hello")
+        return caught.value
+
+    assert sim.rpc(turn).code is Code.UNAUTHENTICATED
+    sim.type("hello from the terminal")
+    wait_for(lambda: sim.screen().count(SIGN_IN_HINT) >= 2, "the sign-in hint for the typed line")
+
+
+# -- typed input ------------------------------------------------------------------------
+
+
+def tui_cascade(sim: Sim) -> str:
+    match = re.search(r"\[ready\] conversation (\S+)", sim.screen())
+    assert match is not None
+    return match.group(1)
+
+
+@pytest.mark.tmux
+def test_input_typed_before_ready_is_lost(sims: SimLauncher) -> None:
+    sim = sims.launch("--sim-startup-delay", "3", wait_ready=False)
+    sim.wait_screen("checking account eligibility")
+    sim.type("typed too early")
+    sim.type("half a line", enter=False)
+    sim.wait_screen("[ready")
+    sim.type("hello after ready")
+    sim.wait_screen("> hello after ready")
+    cascade_id = tui_cascade(sim)
+
+    async def inputs(client: RpcClient) -> list[str]:
+        await wait_idle(client, cascade_id)
+        steps = await client.get_cascade_trajectory_steps(cascade_id)
+        return [s["userInput"]["userResponse"] for s in steps if "userInput" in s]
+
+    assert sim.rpc(inputs) == ["hello after ready"]
+    assert "typed too early" not in sim.screen().split("[ready")[1]
+
+
+@pytest.mark.tmux
+def test_clear_typed_in_the_tui_starts_a_new_cascade(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST)
+    first = tui_cascade(sim)
+    sim.type("/clear")
+    match = wait_for(
+        lambda: re.search(r"\[cleared\] new conversation (\S+)", sim.screen()), "[cleared]"
+    )
+    second = match.group(1)
+    assert second != first
+    sim.type("after clear")
+
+    async def check(client: RpcClient) -> dict[str, Any]:
+        await wait_steps(client, second, lambda steps: len(steps) > 0)
+        return (await client.get_all_cascade_trajectories())["trajectorySummaries"]
+
+    summaries = sim.rpc(check)
+    assert {first, second} <= set(summaries)
+    assert "lastUserInputTime" in summaries[second]
+
+
+@pytest.mark.tmux
+def test_feedback_survey_swallows_the_first_typed_line(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST, survey=True)
+    assert "feedback survey" in sim.screen()
+    first = tui_cascade(sim)
+    sim.type("/clear")
+    sim.wait_screen("[survey] thanks")
+    assert "[cleared]" not in sim.screen()
+    sim.type("/clear")
+    sim.wait_screen("[cleared]")
+    assert first in sim.screen()
+
+
+@pytest.mark.tmux
+def test_approval_typed_in_the_tui(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST)
+    cascade_id = tui_cascade(sim)
+    sim.type("please run: ls")
+    sim.wait_screen("[waiting #")
+    sim.type("/allow")
+
+    async def done(client: RpcClient) -> list[dict[str, Any]]:
+        await wait_idle(client, cascade_id)
+        return await client.get_cascade_trajectory_steps(cascade_id)
+
+    steps = sim.rpc(done)
+    commands = [s for s in steps if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"]
+    assert commands[-1]["status"] == "CORTEX_STEP_STATUS_DONE"

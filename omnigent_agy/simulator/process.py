@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import json
 import logging
 import os
@@ -74,7 +75,11 @@ def _configure_logging(log_file: Path | None) -> None:
         handler: logging.Handler = logging.NullHandler()
     else:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(log_file, mode="w", encoding="utf-8")
+        file_handler = logging.FileHandler(log_file, mode="w", encoding="utf-8")
+        # `kill -USR2 <pid>` writes every thread's stack to the log: a hung sim explains itself.
+        if file_handler.stream is not None:
+            faulthandler.register(signal.SIGUSR2, file=file_handler.stream, all_threads=True)
+        handler = file_handler
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y/%m/%d %H:%M:%S"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
