@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -228,10 +229,12 @@ class Turn:
             self._touch(index)
             self._emit("answer_delta", piece, index)
             await self._pause(interval)
+        # A tool call is model output too: its arguments count as response tokens.
+        emitted = text + "".join(json.dumps(dict(c.arguments)) for c in tool_calls)
         sf.planner_done(
             step,
             self._env.now(),
-            usage=self._usage(thinking, text),
+            usage=self._usage(thinking, emitted),
             thinking_signature=_signature(thinking) if thinking else "",
             tool_calls=tool_calls,
         )
@@ -250,11 +253,14 @@ class Turn:
         chunks: Sequence[str] | None = None,
         interval: float | None = None,
     ) -> None:
+        # The recorded models always think before answering (thinkingOutputTokens > 0).
+        thinking = thinking or "**Composing the answer**"
         await self._generate(thinking=thinking, text=text, chunks=chunks, interval=interval)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *, thinking: str = ""
     ) -> sf.ToolCall:
+        thinking = thinking or f"**Choosing a tool**\n\n`{name}` fits the request."
         call = sf.ToolCall(
             self._env.new_short_id(),
             name,
@@ -375,13 +381,16 @@ class Turn:
 
     async def _execute(self, index: int, output: str, runtime: float) -> CommandOutcome:
         step = self._cascade.steps[index]
+        step["runCommand"]["shellName"] = "bash"
         if step["status"] != sf.S_RUNNING:
             self._set(index, sf.S_RUNNING)
+        else:
+            self._touch(index)
         if runtime > 0:
             step["runCommand"]["combinedOutput"] = {"full": "start\r\n"}
             self._touch(index)
             await asyncio.sleep(runtime)
-        step["runCommand"].update(exitCode=0, combinedOutput={"full": output}, shellName="bash")
+        step["runCommand"].update(exitCode=0, combinedOutput={"full": output})
         self._set(index, sf.S_DONE)
         self._active = None
         self._emit("tool", output.rstrip("\n"), index)
