@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import itertools
 import json
 import os
 import re
@@ -31,7 +32,7 @@ import psutil
 import pytest
 
 from omnigent_agy.client import SERVICE, RpcClient
-from omnigent_agy.errors import Code, CsrfError, RpcError
+from omnigent_agy.errors import Code, CsrfError, ProtocolError, RpcError, StreamStalled
 from omnigent_agy.simulator.__main__ import (
     DEFAULT_STARTUP_DELAY,
     SIM_VERSION,
@@ -858,3 +859,295 @@ def test_approval_typed_in_the_tui(sims: SimLauncher) -> None:
     steps = sim.rpc(done)
     commands = [s for s in steps if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"]
     assert commands[-1]["status"] == "CORTEX_STEP_STATUS_DONE"
+
+
+# -- conversations over RPC (one shared process) ------------------------------------------
+
+
+def planner_steps(update: dict[str, Any]) -> list[dict[str, Any]]:
+    steps = update["update"].get("mainTrajectoryUpdate", {}).get("stepsUpdate", {}).get("steps", [])
+    return [s for s in steps if s.get("type") == "CORTEX_STEP_TYPE_PLANNER_RESPONSE"]
+
+
+@pytest.mark.tmux
+def test_streamed_turn(sim: Sim) -> None:
+    async def scenario(client: RpcClient) -> tuple[list[str], dict[str, Any], str]:
+        cascade_id = await client.start_cascade()
+        growth: list[str] = []
+        final: dict[str, Any] = {}
+        updates = client.stream_agent_state_updates(cascade_id, idle_timeout=20)
+        async with contextlib.aclosing(updates):
+            first = await anext(updates)  # the snapshot frame comes first
+            assert first["update"]["conversationId"] == cascade_id
+            await client.send_user_cascade_message(
+                cascade_id, "hello there", plan_model=await plan_model(client)
+            )
+            async for update in updates:
+                for step in planner_steps(update):
+                    if step["status"] == "CORTEX_STEP_STATUS_GENERATING":
+                        growth.append(step["plannerResponse"].get("modifiedResponse", ""))
+                    elif step["status"] == "CORTEX_STEP_STATUS_DONE":
+                        final = step
+                if final and update["update"].get("status") == "CASCADE_RUN_STATUS_IDLE":
+                    break
+        assert client.http_version == "HTTP/2"
+        return growth, final, cascade_id
+
+    growth, final, cascade_id = sim.rpc(scenario)
+    texts = [text for text in growth if text]
+    assert len(set(texts)) >= 2, "modifiedResponse should grow over several frames"
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(texts))
+    response = final["plannerResponse"]
+    assert response["response"] == response["modifiedResponse"]
+    assert response["response"].startswith(texts[-1])
+    sim.wait_screen(f"{{{cascade_id[:8]}}} > hello there")
+
+
+@pytest.mark.tmux
+def test_approval_over_rpc(sim: Sim) -> None:
+    async def scenario(client: RpcClient) -> list[dict[str, Any]]:
+        cascade_id = await new_turn(client, "run: ls")
+        steps = await wait_steps(client, cascade_id, waiting("permission"))
+        index, step = freshest_waiting(steps, "permission")
+        assert step["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"
+        await answer(client, cascade_id, index, step, permission={"allow": True})
+        await wait_idle(client, cascade_id)
+        return await client.get_cascade_trajectory_steps(cascade_id)
+
+    steps = sim.rpc(scenario)
+    command = next(s for s in steps if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND")
+    assert command["status"] == "CORTEX_STEP_STATUS_DONE"
+    assert command["runCommand"]["combinedOutput"]["full"]
+    assert "[waiting #" in sim.screen()
+
+
+@pytest.mark.tmux
+def test_question_over_rpc(sim: Sim) -> None:
+    async def scenario(client: RpcClient) -> dict[str, Any]:
+        cascade_id = await new_turn(client, "ask me a question")
+        steps = await wait_steps(client, cascade_id, waiting("askQuestion"))
+        index, step = freshest_waiting(steps, "askQuestion")
+        question = step["requestedInteraction"]["askQuestion"]["questions"][0]
+        response = {"question": question["question"], "selectedOptionIds": ["1"]}
+        await answer(client, cascade_id, index, step, askQuestion={"responses": [response]})
+        await wait_idle(client, cascade_id)
+        return (await client.get_cascade_trajectory_steps(cascade_id))[index]
+
+    answered = sim.rpc(scenario)
+    assert answered["status"] == "CORTEX_STEP_STATUS_DONE"
+    assert answered["completedInteractions"]
+
+
+@pytest.mark.tmux
+def test_cancel_stops_a_long_answer(sim: Sim) -> None:
+    async def scenario(client: RpcClient) -> list[dict[str, Any]]:
+        cascade_id = await new_turn(client, "give me a long answer")
+
+        def generating(steps: list[dict[str, Any]]) -> bool:
+            return any(
+                s["type"] == "CORTEX_STEP_TYPE_PLANNER_RESPONSE"
+                and s["status"] == "CORTEX_STEP_STATUS_GENERATING"
+                and s["plannerResponse"].get("modifiedResponse")
+                for s in steps
+            )
+
+        await wait_steps(client, cascade_id, generating)
+        await client.cancel_cascade_steps(cascade_id)
+        await wait_idle(client, cascade_id)
+        return await client.get_cascade_trajectory_steps(cascade_id)
+
+    steps = sim.rpc(scenario)
+    planner = [s for s in steps if s["type"] == "CORTEX_STEP_TYPE_PLANNER_RESPONSE"]
+    assert planner[-1]["status"] == "CORTEX_STEP_STATUS_CANCELED"
+    assert "response" not in planner[-1]["plannerResponse"]
+
+
+@pytest.mark.tmux
+def test_waiting_timeout_then_a_fresh_waiting_step(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST, "--sim-waiting-timeout", "0.5")
+
+    async def scenario(client: RpcClient) -> tuple[int, int, list[dict[str, Any]]]:
+        cascade_id = await new_turn(client, "run: ls")
+        first, _ = freshest_waiting(
+            await wait_steps(client, cascade_id, waiting("permission")), "permission"
+        )
+
+        def retried(steps: list[dict[str, Any]]) -> bool:
+            return steps[first]["status"] == "CORTEX_STEP_STATUS_ERROR" and waiting("permission")(
+                steps[first + 1 :]
+            )
+
+        steps = await wait_steps(client, cascade_id, retried)
+        fresh, step = freshest_waiting(steps, "permission")
+        await answer(client, cascade_id, fresh, step, permission={"allow": True})
+        await wait_idle(client, cascade_id)
+        return first, fresh, await client.get_cascade_trajectory_steps(cascade_id)
+
+    first, fresh, steps = sim.rpc(scenario)
+    assert fresh > first
+    assert steps[fresh]["status"] == "CORTEX_STEP_STATUS_DONE"
+
+
+# -- fault switches on the running process ---------------------------------------------
+
+
+async def stream_until_error(
+    client: RpcClient, cascade_id: str, *, idle: float = 10.0
+) -> tuple[int, RpcError]:
+    frames = 0
+    try:
+        async for _ in client.stream_agent_state_updates(cascade_id, idle_timeout=idle):
+            frames += 1
+    except RpcError as exc:
+        return frames, exc
+    raise AssertionError("the stream ended cleanly")
+
+
+@pytest.mark.tmux
+@pytest.mark.parametrize("mode", ["eof", "truncate"])
+def test_fault_drop_stream_after_k_frames(sim: Sim, mode: str) -> None:
+    async def scenario(client: RpcClient) -> tuple[int, RpcError, dict[str, Any]]:
+        cascade_id = await client.start_cascade()
+        sim.set_faults(
+            {"kind": "drop_stream", "method": "StreamAgentStateUpdates", "after_frames": 1,
+             "mode": mode, "times": 1}
+        )  # fmt: skip
+        frames, error = await stream_until_error(client, cascade_id)
+        # Only once: the reconnect gets its snapshot.
+        updates = client.stream_agent_state_updates(cascade_id)
+        async with contextlib.aclosing(updates):
+            again = await anext(updates)
+        return frames, error, again
+
+    frames, error, again = sim.rpc(scenario)
+    assert frames == 1
+    assert isinstance(error, ProtocolError)
+    assert "update" in again
+
+
+@pytest.mark.tmux
+def test_fault_stall_stream(sim: Sim) -> None:
+    async def scenario(client: RpcClient) -> tuple[int, RpcError]:
+        cascade_id = await client.start_cascade()
+        sim.set_faults({"kind": "stall_stream", "method": "StreamAgentStateUpdates"})
+        result = await stream_until_error(client, cascade_id, idle=1.0)
+        await client.heartbeat()  # unary calls are unaffected
+        return result
+
+    frames, error = sim.rpc(scenario)
+    assert frames == 0
+    assert isinstance(error, StreamStalled)
+
+
+@pytest.mark.tmux
+def test_fault_http_error_n_times(sim: Sim) -> None:
+    sim.set_faults(
+        {"kind": "http_error", "method": "GetAllCascadeTrajectories", "status": 503, "times": 2}
+    )
+
+    async def scenario(client: RpcClient) -> list[Code]:
+        codes: list[Code] = []
+        for _ in range(2):
+            with pytest.raises(RpcError) as caught:
+                await client.call("GetAllCascadeTrajectories", {})
+            codes.append(caught.value.code)
+        await client.call("GetAllCascadeTrajectories", {})  # the third answers
+        return codes
+
+    assert sim.rpc(scenario) == [Code.UNAVAILABLE, Code.UNAVAILABLE]
+
+
+@pytest.mark.tmux
+def test_fault_http_error_always(sim: Sim) -> None:
+    sim.set_faults({"kind": "http_error", "method": "GetAvailableModels", "status": 500})
+
+    async def scenario(client: RpcClient) -> int:
+        failures = 0
+        for _ in range(3):
+            with pytest.raises(RpcError):
+                await client.call("GetAvailableModels", {})
+            failures += 1
+        await client.heartbeat()
+        return failures
+
+    assert sim.rpc(scenario) == 3
+
+
+@pytest.mark.tmux
+def test_fault_garbage(sim: Sim) -> None:
+    sim.set_faults({"kind": "garbage", "method": "GetAvailableModels"})
+
+    async def scenario(client: RpcClient) -> RpcError:
+        with pytest.raises(ProtocolError) as caught:
+            await client.call("GetAvailableModels", {})
+        return caught.value
+
+    assert sim.rpc(scenario).http_status in (None, 200)
+
+
+@pytest.mark.tmux
+def test_fault_delay(sim: Sim) -> None:
+    sim.set_faults({"kind": "delay", "method": "GetAvailableModels", "seconds": 30})
+
+    async def scenario(client: RpcClient) -> bool:
+        delayed = asyncio.create_task(client.call("GetAvailableModels", {}))
+        await client.heartbeat()  # other methods answer meanwhile
+        done, _ = await asyncio.wait({delayed}, timeout=0.5)
+        delayed.cancel()
+        await asyncio.gather(delayed, return_exceptions=True)
+        return bool(done)
+
+    assert sim.rpc(scenario) is False
+
+
+@pytest.mark.tmux
+def test_fault_restart_on_a_new_port(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST)
+    old_port = sim.port
+
+    async def before(client: RpcClient) -> str:
+        return await new_turn(client, "hello")
+
+    cascade_id = sim.rpc(before)
+    sim.set_faults(restart=1)
+    wait_for(lambda: len(sim.ports_logged()) == 2, "a second listening line")
+    new_port = sim.port
+    assert new_port != old_port
+    assert listeners(sim.pid) == {new_port, new_port + 1}
+    sim.wait_screen(f"restarted on port {new_port}")
+
+    async def on_old_port() -> RpcError:
+        async with RpcClient(port=old_port, csrf_token=TOKEN) as client:
+            with pytest.raises(RpcError) as caught:
+                await client.call("Heartbeat", {})
+            return caught.value
+
+    assert asyncio.run(on_old_port()).code is Code.UNAVAILABLE
+
+    async def after(client: RpcClient) -> dict[str, Any]:
+        return await client.get_conversation_metadata(cascade_id)
+
+    assert sim.rpc(after)  # the conversation survived the restart
+
+
+@pytest.mark.tmux
+def test_sigusr1_restarts_too(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST)
+    old_port = sim.port
+    psutil.Process(sim.pid).send_signal(signal.SIGUSR1)
+    wait_for(lambda: len(sim.ports_logged()) == 2, "a second listening line")
+    assert sim.port != old_port
+    assert "lastExtensionHeartbeat" in sim.rpc(lambda client: client.heartbeat())
+
+
+@pytest.mark.tmux
+def test_faults_given_on_the_command_line(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST, "--sim-fault", "http_error:method=Heartbeat,status=502,times=1")
+
+    async def scenario(client: RpcClient) -> Code:
+        with pytest.raises(RpcError) as caught:
+            await client.call("Heartbeat", {})
+        await client.call("Heartbeat", {})
+        return caught.value.code
+
+    assert sim.rpc(scenario) is Code.UNAVAILABLE
