@@ -32,6 +32,7 @@ import psutil
 import pytest
 
 from omnigent_agy.client import SERVICE, RpcClient
+from omnigent_agy.discovery import discover_port
 from omnigent_agy.errors import Code, CsrfError, ProtocolError, RpcError, StreamStalled
 from omnigent_agy.simulator.__main__ import (
     DEFAULT_STARTUP_DELAY,
@@ -703,17 +704,19 @@ def test_startup_sequence(sims: SimLauncher) -> None:
 
 
 @pytest.mark.tmux
-def test_discovery_from_the_log_file(sims: SimLauncher) -> None:
-    sim = sims.launch(*FAST)
-    port = discover_from_log(sim.log)
-    assert port == sim.port
-    assert port in listeners(sim.pid)
-
-
-def discover_from_log(log: Path) -> int:
-    ports = LISTENING.findall(log.read_text(encoding="utf-8"))
-    assert ports, "no listening line"
-    return int(ports[-1])
+def test_discovery_finds_the_port_once_ready(sims: SimLauncher) -> None:
+    sim = sims.launch("--sim-startup-delay", "1.5", wait_ready=False)
+    pid = sim.pid
+    port = asyncio.run(discover_port(pid=pid, log_file=sim.log, csrf_token=TOKEN, deadline=30))
+    assert port == sim.port  # the port of the listening line
+    sim.wait_screen("[ready")
+    cascade_id = tui_cascade(sim)
+    confirmed = asyncio.run(
+        discover_port(
+            pid=pid, log_file=sim.log, csrf_token=TOKEN, conversation_id=cascade_id, deadline=30
+        )
+    )
+    assert confirmed == port
 
 
 @pytest.mark.tmux
@@ -1128,6 +1131,12 @@ def test_fault_restart_on_a_new_port(sims: SimLauncher) -> None:
         return await client.get_conversation_metadata(cascade_id)
 
     assert sim.rpc(after)  # the conversation survived the restart
+    rediscovered = asyncio.run(
+        discover_port(
+            pid=sim.pid, log_file=sim.log, csrf_token=TOKEN, conversation_id=cascade_id, deadline=30
+        )
+    )
+    assert rediscovered == new_port
 
 
 @pytest.mark.tmux
