@@ -30,31 +30,32 @@ def steps_in(document: Any) -> Iterator[dict[str, Any]]:
             yield from steps_in(document["steps"])
 
 
-def stream_of(steps: tuple[dict[str, Any], ...]) -> tuple[bytes, list[dict[str, Any]]]:
-    """A StreamAgentStateUpdates body: one update envelope per step, then end-of-stream."""
-    messages = [
-        {
-            "update": {
-                "conversationId": "c-1",
-                "status": "CASCADE_RUN_STATUS_RUNNING",
-                "mainTrajectoryUpdate": {
-                    "stepsUpdate": {"indices": [index], "steps": [step], "totalLength": 99}
-                },
-            }
+def update_carrying(index: int, step: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "update": {
+            "conversationId": "c-1",
+            "status": "CASCADE_RUN_STATUS_RUNNING",
+            "mainTrajectoryUpdate": {
+                "stepsUpdate": {"indices": [index], "steps": [step], "totalLength": 99}
+            },
         }
-        for index, step in enumerate(steps)
-    ]
+    }
+
+
+def messages_in(document: Any) -> list[dict[str, Any]]:
+    """Stream messages for a recorded file: its own ``{"update"}`` frames when it is a
+    recorded stream, else one update per step it holds."""
+    items = document if isinstance(document, list) else [document]
+    frames = [item for item in items if isinstance(item, dict) and "update" in item]
+    if frames:
+        return frames
+    return [update_carrying(index, step) for index, step in enumerate(steps_in(document))]
+
+
+def stream_of(messages: tuple[dict[str, Any], ...]) -> bytes:
+    """The response body of a stream carrying ``messages``, then end-of-stream."""
     body = b"".join(encode_envelope(message) for message in messages)
-    return body + encode_envelope({"metadata": {"k": "v"}}, end_stream=True), messages
-
-
-def assert_file_decodes_at_every_split(path: Path) -> None:
-    steps = list(steps_in(json.loads(path.read_text())))
-    assert steps, f"{path.name} holds no steps"
-    # Streams of a few envelopes each: every byte boundary of every step is still cut,
-    # without the quadratic cost of re-decoding a whole long file per cut.
-    for group in itertools.batched(steps, 3):
-        assert_decodes_at_every_split(*stream_of(group))
+    return body + encode_envelope({"metadata": {"k": "v"}}, end_stream=True)
 
 
 def decode(chunks: list[bytes]) -> list[Frame]:
@@ -64,24 +65,64 @@ def decode(chunks: list[bytes]) -> list[Frame]:
     return frames
 
 
-def assert_decodes_at_every_split(body: bytes, messages: list[dict[str, Any]]) -> None:
-    expected: list[Frame] = [DataFrame(m) for m in messages]
-    expected.append(EndStream(error=None, metadata={"k": "v"}))
-    for cut in range(len(body) + 1):
+def expected_frames(messages: list[dict[str, Any]]) -> list[Frame]:
+    return [*(DataFrame(m) for m in messages), EndStream(error=None, metadata={"k": "v"})]
+
+
+def assert_decodes_split_at(body: bytes, messages: list[dict[str, Any]], cuts: Any) -> None:
+    expected = expected_frames(messages)
+    for cut in cuts:
         assert decode([body[:cut], body[cut:]]) == expected, f"split at byte {cut}"
+    # One byte per chunk: every boundary is a chunk boundary at once.
     assert decode([body[i : i + 1] for i in range(len(body))]) == expected
+
+
+def envelope_edges(body: bytes) -> Iterator[int]:
+    """Every cut inside each 5-byte prefix, and around the start, middle and end of each
+    payload: all the places where the decoder changes what it waits for."""
+    offset = 0
+    while offset < len(body):
+        (length,) = struct.unpack_from(">I", body, offset + 1)
+        end = offset + 5 + length
+        yield from range(offset, offset + 7)
+        yield from (offset + 5 + length // 2, end - 1, end)
+        offset = end
 
 
 def recorded_files(root: Path) -> list[Path]:
     return sorted(path for path in root.rglob("*.json") if path.is_file())
 
 
+def file_streams(path: Path, per_stream: int) -> Iterator[tuple[bytes, list[dict[str, Any]]]]:
+    messages = messages_in(json.loads(path.read_text()))
+    assert messages, f"{path.name} holds no steps or stream frames"
+    for group in itertools.batched(messages, per_stream):
+        yield stream_of(group), list(group)
+
+
+# Decoding re-parses the whole body at each cut, so the cost of cutting everywhere grows
+# with the square of a body's size: streams of two messages (three envelopes with the end)
+# keep every cut of every payload affordable.
 def test_project_recorded_steps_decode_at_every_byte_boundary() -> None:
-    files = recorded_files(FIXTURES / "recorded_steps")
+    files = [
+        path for path in recorded_files(FIXTURES / "recorded_steps") if "sim" not in path.parts
+    ]
     if not files:
         pytest.skip("fixtures/recorded_steps/ holds no step files yet")
     for path in files:
-        assert_file_decodes_at_every_split(path)
+        for body, messages in file_streams(path, per_stream=2):
+            assert_decodes_split_at(body, messages, range(len(body) + 1))
+
+
+def test_simulator_captures_decode_across_every_envelope_edge() -> None:
+    # The simulator's captures are whole conversations of cumulative snapshots (half a MB):
+    # each is cut at every byte at once (one-byte chunks) and at every envelope edge.
+    files = recorded_files(FIXTURES / "recorded_steps" / "sim")
+    if not files:
+        pytest.skip("fixtures/recorded_steps/sim/ holds no captures yet")
+    for path in files:
+        for body, messages in file_streams(path, per_stream=1000):
+            assert_decodes_split_at(body, messages, envelope_edges(body))
 
 
 @pytest.mark.shared
@@ -89,7 +130,8 @@ def test_shared_recorded_steps_decode_at_every_byte_boundary(shared_recorded: Pa
     files = recorded_files(shared_recorded)
     assert files
     for path in files:
-        assert_file_decodes_at_every_split(path)
+        for body, messages in file_streams(path, per_stream=2):
+            assert_decodes_split_at(body, messages, range(len(body) + 1))
 
 
 def test_an_envelope_is_flag_length_payload() -> None:
