@@ -359,6 +359,7 @@ def test_typed_interactions() -> None:
         (None, None, DEFAULT_MODEL_ENUM),
         ("Gemini 3 Pro (High)", None, "MODEL_PLACEHOLDER_M20"),
         ("gemini-3-pro-high", "low", "MODEL_PLACEHOLDER_M18"),
+        ("Gemini 3 Pro", "low", "MODEL_PLACEHOLDER_M18"),
         ("Gemini 3.1 Pro (Low)", "Medium", "MODEL_PLACEHOLDER_M70"),
     ],
 )
@@ -1160,3 +1161,35 @@ def test_faults_given_on_the_command_line(sims: SimLauncher) -> None:
         return caught.value.code
 
     assert sim.rpc(scenario) is Code.UNAVAILABLE
+
+
+def test_unknown_model_is_a_usage_error() -> None:
+    done = run_sim("--model", "GPT-9")
+    assert done.returncode == 2
+    assert "Gemini 3 Pro (High)" in done.stderr
+
+
+@pytest.mark.tmux
+def test_model_and_effort_flags_choose_the_tui_model(sims: SimLauncher) -> None:
+    sim = sims.launch(*FAST, "--model", "Gemini 3 Pro", "--effort", "low")
+    cascade_id = tui_cascade(sim)
+    sim.type("ask me a question")
+    sim.wait_screen("[waiting #")
+    sim.type("/answer 2")
+
+    async def scenario(client: RpcClient) -> tuple[str, list[dict[str, Any]]]:
+        await wait_idle(client, cascade_id)
+        response = (await client.get_available_models())["response"]
+        return response["defaultAgentModelId"], await client.get_cascade_trajectory_steps(
+            cascade_id
+        )
+
+    default_key, steps = sim.rpc(scenario)
+    assert default_key == "gemini-3-pro-low"
+    user_input = next(s for s in steps if "userInput" in s)
+    assert user_input["userInput"]["userConfig"]["plannerConfig"]["planModel"] == (
+        "MODEL_PLACEHOLDER_M18"
+    )
+    question = next(s for s in steps if s["type"] == "CORTEX_STEP_TYPE_ASK_QUESTION")
+    assert question["status"] == "CORTEX_STEP_STATUS_DONE"
+    assert question["askQuestion"]["questions"][0]["selectedOptionIds"] == ["2"]

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from omnigent_agy.simulator.catalog import ModelCatalog
+from omnigent_agy.simulator.catalog import CatalogModel, ModelCatalog
 from omnigent_agy.simulator.engine import EngineSettings, SimEngine
 from omnigent_agy.simulator.faults import FaultInjector, FaultSource
 from omnigent_agy.simulator.server import (
@@ -65,6 +65,11 @@ _TURN_METHODS: Final = ("SendUserCascadeMessage", "StartCascade")
 
 def run(options: SimOptions) -> int:
     """Run agy-sim until a signal or ``/quit``; the exit status."""
+    try:
+        resolve_tui_model(options.model, options.effort)
+    except ValueError as exc:  # a bad --model/--effort is a usage error, as for agy
+        sys.stderr.write(f"agy-sim: {exc}\n")
+        return 2
     _configure_logging(options.log_file)
     return asyncio.run(SimProcess(options).main())
 
@@ -282,7 +287,12 @@ def resolve_tui_model(model: str | None, effort: str | None) -> str:
     Raises ValueError naming the served models when nothing matches.
     """
     catalog = ModelCatalog()
-    chosen = catalog.resolve(model) if model is not None else catalog.default
+    if model is None:
+        chosen: CatalogModel | None = catalog.default
+    else:  # "Gemini 3 Pro" + effort "low" names "Gemini 3 Pro (Low)"
+        chosen = catalog.resolve(model)
+        if chosen is None and effort:
+            chosen = catalog.resolve(f"{model} ({effort.strip().title()})")
     if chosen is None:
         names = ", ".join(m.display_name for m in catalog.models)
         raise ValueError(f"unknown model {model!r}; agy-sim serves: {names}")
