@@ -27,6 +27,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from os.path import commonprefix
+from typing import Any
 
 from omnigent_agy.events import (
     AssistantMessage,
@@ -46,6 +47,7 @@ from omnigent_agy.events import (
     UnknownStep,
     UsageReported,
 )
+from omnigent_agy.indexset import IndexSet
 from omnigent_agy.steps import (
     JsonObject,
     StepKey,
@@ -107,7 +109,7 @@ class MapperState:
     parent_call_id: str | None = None
     output_cap: int = DEFAULT_OUTPUT_CAP
     model: str | None = None
-    _committed: dict[str, set[int]] = field(default_factory=dict, init=False, repr=False)
+    _committed: dict[str, IndexSet] = field(default_factory=dict, init=False, repr=False)
     _streams: dict[StepKey, _Stream] = field(default_factory=dict, init=False, repr=False)
     _open_tools: dict[StepKey, str] = field(default_factory=dict, init=False, repr=False)
     _waiting: dict[StepKey, str] = field(default_factory=dict, init=False, repr=False)
@@ -120,7 +122,10 @@ class MapperState:
 
     def mark_committed(self, key: StepKey) -> None:
         """Record `key` as published (also how a reader seeds the state from its durable cursor)."""
-        self._committed.setdefault(key.trajectory_id, set()).add(key.step_index)
+        committed = self._committed.get(key.trajectory_id)
+        if committed is None:
+            committed = self._committed[key.trajectory_id] = IndexSet()
+        committed.add(key.step_index)
         self._streams.pop(key, None)
         self._open_tools.pop(key, None)
         self._waiting.pop(key, None)
@@ -128,6 +133,63 @@ class MapperState:
     @property
     def committed_count(self) -> int:
         return sum(len(indices) for indices in self._committed.values())
+
+    def first_uncommitted(self, trajectory_id: str) -> int:
+        """The lowest step index of `trajectory_id` not committed yet (where a catch-up starts)."""
+        committed = self._committed.get(trajectory_id)
+        return 0 if committed is None else committed.watermark
+
+    def export_progress(self) -> dict[str, Any]:
+        """What a restarted reader needs to go on without publishing anything twice.
+
+        Committed steps, the text already streamed for steps still generating, and the tool
+        calls already started. Open interactions are deliberately left out: a new process has
+        no card on screen for them, so they are announced again.
+        """
+        return {
+            "committed": {t: s.to_json() for t, s in self._committed.items()},
+            "streams": [
+                {
+                    "trajectory_id": k.trajectory_id,
+                    "step_index": k.step_index,
+                    "text": s.text,
+                    "reasoning": s.reasoning,
+                }
+                for k, s in self._streams.items()
+            ],
+            "open_tools": [
+                {"trajectory_id": k.trajectory_id, "step_index": k.step_index, "name": name}
+                for k, name in self._open_tools.items()
+            ],
+            "children": sorted(self._children),
+            "model": self.model,
+        }
+
+    def restore_progress(self, data: Mapping[str, Any]) -> None:
+        """Load `export_progress` output; raises ValueError (and changes nothing) when malformed."""
+        try:
+            committed = {str(t): IndexSet.from_json(s) for t, s in data["committed"].items()}
+            streams = {
+                StepKey(self.cascade_id, str(e["trajectory_id"]), int(e["step_index"])): _Stream(
+                    str(e["text"]), str(e["reasoning"])
+                )
+                for e in data["streams"]
+            }
+            open_tools = {
+                StepKey(self.cascade_id, str(e["trajectory_id"]), int(e["step_index"])): str(
+                    e["name"]
+                )
+                for e in data["open_tools"]
+            }
+            children = {str(c) for c in data["children"]}
+            model = data.get("model")
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed mapper progress: {exc!r}") from exc
+        self._committed = committed
+        self._streams = streams
+        self._open_tools = open_tools
+        self._children = children
+        self.model = model if isinstance(model, str) else None
 
     @property
     def open_count(self) -> int:

@@ -1,0 +1,202 @@
+"""agy-sim as a separate process in a private tmux server, for the integration tests.
+
+Shared by every test that needs a running simulator: `SimLauncher` starts `agy-sim` processes
+in panes of a tmux server on a unique socket and stops them all; `Sim` is one of them (its
+log, port, screen, fault control file). The pytest fixtures live in conftest.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import shlex
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import libtmux
+import psutil
+
+from omnigent_agy.client import RpcClient
+
+AGY_SIM = Path(sys.executable).with_name("agy-sim")
+STARTING = re.compile(r"Starting language server process with pid (\d+)")
+LISTENING = re.compile(r"Language server listening on random port at (\d+) for HTTPS \(gRPC\)")
+TOKEN = "tmux-test-token-0123456789"
+FAST = ["--sim-startup-delay", "0.3", "--sim-token-delay", "0.005"]
+
+
+def wait_for[T](probe: Callable[[], T | None], what: str, timeout: float = 20.0) -> T:
+    """Poll ``probe`` until it returns something other than None/False."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value is not None and value is not False:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def wait_exited(process: psutil.Process, timeout: float = 15.0) -> None:
+    """Until ``process`` has exited (a zombie its tmux parent has not reaped yet counts)."""
+
+    def gone() -> bool:
+        try:
+            return process.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    wait_for(gone, f"process {process.pid} to exit", timeout)
+
+
+@dataclass
+class Sim:
+    """One agy-sim process running in a tmux pane."""
+
+    pane: libtmux.Pane
+    log: Path
+    workspace: Path
+    faults: Path
+    gemini_dir: Path
+    token: str | None = TOKEN
+
+    def log_text(self) -> str:
+        return self.log.read_text(encoding="utf-8") if self.log.exists() else ""
+
+    @property
+    def pid(self) -> int:
+        match = wait_for(lambda: STARTING.search(self.log_text()), "the pid line")
+        return int(match.group(1))
+
+    def ports_logged(self) -> list[int]:
+        return [int(port) for port in LISTENING.findall(self.log_text())]
+
+    @property
+    def port(self) -> int:
+        """The TLS port of the latest listening line (discovery from the log file)."""
+        return wait_for(lambda: (self.ports_logged() or [None])[-1], "the listening line")
+
+    def screen(self) -> str:
+        return "\n".join(self.pane.capture_pane(start=-3000) or [])
+
+    def wait_screen(self, text: str, timeout: float = 20.0) -> str:
+        return wait_for(
+            lambda: text in self.screen() and self.screen(), f"{text!r} on screen", timeout
+        )
+
+    def type(self, line: str, *, enter: bool = True) -> None:
+        self.pane.send_keys(line, enter=enter, literal=True)
+
+    def set_faults(self, *faults: dict[str, Any], restart: int = 0) -> None:
+        tmp = self.faults.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"restart": restart, "faults": list(faults)}))
+        tmp.replace(self.faults)  # atomic: the process never reads half a file
+
+    def clear_faults(self) -> None:
+        """No faults, and no pending restart beyond those already done."""
+        self.set_faults(restart=max(0, len(self.ports_logged()) - 1))
+
+    def client(self) -> RpcClient:
+        return RpcClient(port=self.port, csrf_token=self.token or "")
+
+    def rpc[T](self, scenario: Callable[[RpcClient], Awaitable[T]], *, token: str = TOKEN) -> T:
+        async def main() -> T:
+            async with RpcClient(port=self.port, csrf_token=token) as client:
+                result = await scenario(client)
+                assert client.http_version in (None, "HTTP/2")
+                return result
+
+        return asyncio.run(main())
+
+    def stop(self, signum: signal.Signals = signal.SIGTERM) -> None:
+        try:
+            process = psutil.Process(self.pid)
+            process.send_signal(signum)
+        except psutil.NoSuchProcess:
+            return
+        wait_exited(process)
+
+
+class SimLauncher:
+    """Starts agy-sim processes in panes of a private tmux server and stops them all."""
+
+    def __init__(self, tmux: libtmux.Server, root: Path) -> None:
+        self.tmux = tmux
+        self.root = root
+        self.sims: list[Sim] = []
+
+    def launch(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        survey: bool = False,
+        token: str | None = TOKEN,
+        wait_ready: bool = True,
+    ) -> Sim:
+        home = self.root / f"sim{len(self.sims)}"
+        workspace, gemini_dir = home / "workspace", home / "gemini"
+        workspace.mkdir(parents=True)
+        (workspace / "README.md").write_text("# a project\n")
+        if not survey:  # as the plugin does: the survey swallows typed input (WIRE.md §1)
+            settings = gemini_dir / "antigravity-cli" / "settings.json"
+            settings.parent.mkdir(parents=True)
+            settings.write_text(json.dumps({"showFeedbackSurvey": False}))
+        sim = Sim(
+            pane=None,  # type: ignore[arg-type]
+            log=home / "agy.log",
+            workspace=workspace,
+            faults=home / "faults.json",
+            gemini_dir=gemini_dir,
+            token=token,
+        )
+        argv = [str(AGY_SIM)]
+        if token is not None:
+            argv.append(f"--csrf_token={token}")
+        argv += ["--log-file", str(sim.log), "--gemini_dir", str(gemini_dir)]
+        argv += ["--sim-faults", str(sim.faults), *args]
+        session = self.tmux.new_session(
+            session_name=f"sim{len(self.sims)}",
+            window_command=shlex.join(argv),
+            start_directory=str(workspace),
+            environment=env or {},
+            x=220,
+            y=60,
+        )
+        session.set_option("remain-on-exit", "on", global_=True)
+        sim.pane = session.active_pane  # type: ignore[assignment]
+        self.sims.append(sim)
+        if wait_ready:
+            sim.wait_screen("[ready")
+        return sim
+
+    def stop_all(self) -> None:
+        for sim in self.sims:
+            if STARTING.search(sim.log_text()):
+                sim.stop()
+
+
+@contextlib.contextmanager
+def sim_launcher(root: Path, prefix: str = "agy-sim-test") -> Iterator[SimLauncher]:
+    """A launcher on a fresh tmux socket; every sim and the tmux server are stopped after."""
+    tmux = libtmux.Server(socket_name=f"{prefix}-{uuid.uuid4().hex[:12]}")
+    launcher = SimLauncher(tmux, root)
+    try:
+        yield launcher
+    finally:
+        launcher.stop_all()
+        with contextlib.suppress(Exception):
+            tmux.kill()
+
+
+async def plan_model(client: RpcClient) -> str:
+    """The enum of the catalog's default model (what a turn must name, WIRE.md §3)."""
+    response = (await client.get_available_models())["response"]
+    return str(response["models"][response["defaultAgentModelId"]]["model"])
