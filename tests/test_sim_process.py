@@ -15,14 +15,10 @@ import itertools
 import json
 import os
 import re
-import shlex
 import signal
 import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +26,16 @@ import httpx
 import libtmux
 import psutil
 import pytest
+from simproc import (
+    AGY_SIM,
+    FAST,
+    TOKEN,
+    Sim,
+    SimLauncher,
+    plan_model,
+    wait_exited,
+    wait_for,
+)
 
 from omnigent_agy.client import SERVICE, RpcClient
 from omnigent_agy.discovery import discover_port
@@ -374,178 +380,39 @@ def test_resolve_tui_model_rejects(model: str, effort: str | None) -> None:
 
 
 # == the real process in tmux ===========================================================
-
-AGY_SIM = Path(sys.executable).with_name("agy-sim")
-STARTING = re.compile(r"Starting language server process with pid (\d+)")
-LISTENING = re.compile(r"Language server listening on random port at (\d+) for HTTPS \(gRPC\)")
-TOKEN = "tmux-test-token-0123456789"
-FAST = ["--sim-startup-delay", "0.3", "--sim-token-delay", "0.005"]
+# Sim and SimLauncher (tests/simproc.py, shared with the reader's tests) run agy-sim in panes
+# of a private tmux server.
 
 
-def wait_for[T](probe: Callable[[], T | None], what: str, timeout: float = 20.0) -> T:
-    """Poll ``probe`` until it returns something other than None/False."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value is not None and value is not False:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def wait_exited(process: psutil.Process, timeout: float = 15.0) -> None:
-    """Until ``process`` has exited (a zombie its tmux parent has not reaped yet counts)."""
-
-    def gone() -> bool:
+@contextlib.contextmanager
+def private_tmux(root: Path) -> Iterator[SimLauncher]:
+    """A tmux server on a socket of its own; its processes, server and socket go at the end."""
+    name = f"agy-sim-test-{uuid.uuid4().hex[:12]}"
+    tmux = libtmux.Server(socket_name=name)
+    launcher = SimLauncher(tmux, root)
+    try:
+        yield launcher
+    finally:
         try:
-            return process.status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return True
-
-    wait_for(gone, f"process {process.pid} to exit", timeout)
-
-
-@dataclass
-class Sim:
-    """One agy-sim process running in a tmux pane."""
-
-    pane: libtmux.Pane
-    log: Path
-    workspace: Path
-    faults: Path
-    gemini_dir: Path
-
-    def log_text(self) -> str:
-        return self.log.read_text(encoding="utf-8") if self.log.exists() else ""
-
-    @property
-    def pid(self) -> int:
-        match = wait_for(lambda: STARTING.search(self.log_text()), "the pid line")
-        return int(match.group(1))
-
-    def ports_logged(self) -> list[int]:
-        return [int(port) for port in LISTENING.findall(self.log_text())]
-
-    @property
-    def port(self) -> int:
-        """The TLS port of the latest listening line (discovery from the log file)."""
-        return wait_for(lambda: (self.ports_logged() or [None])[-1], "the listening line")
-
-    def screen(self) -> str:
-        return "\n".join(self.pane.capture_pane(start=-3000) or [])
-
-    def wait_screen(self, text: str, timeout: float = 20.0) -> str:
-        return wait_for(
-            lambda: text in self.screen() and self.screen(), f"{text!r} on screen", timeout
-        )
-
-    def type(self, line: str, *, enter: bool = True) -> None:
-        self.pane.send_keys(line, enter=enter, literal=True)
-
-    def set_faults(self, *faults: dict[str, Any], restart: int = 0) -> None:
-        tmp = self.faults.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"restart": restart, "faults": list(faults)}))
-        tmp.replace(self.faults)  # atomic: the process never reads half a file
-
-    def rpc[T](self, scenario: Callable[[RpcClient], Awaitable[T]], *, token: str = TOKEN) -> T:
-        async def main() -> T:
-            async with RpcClient(port=self.port, csrf_token=token) as client:
-                result = await scenario(client)
-                assert client.http_version in (None, "HTTP/2")
-                return result
-
-        return asyncio.run(main())
-
-    def stop(self, signum: signal.Signals = signal.SIGTERM) -> None:
-        try:
-            process = psutil.Process(self.pid)
-            process.send_signal(signum)
-        except psutil.NoSuchProcess:
-            return
-        wait_exited(process)
-
-
-class SimLauncher:
-    """Starts agy-sim processes in panes of a private tmux server and stops them all."""
-
-    def __init__(self, tmux: libtmux.Server, root: Path) -> None:
-        self.tmux = tmux
-        self.root = root
-        self.sims: list[Sim] = []
-
-    def launch(
-        self,
-        *args: str,
-        env: dict[str, str] | None = None,
-        survey: bool = False,
-        token: str | None = TOKEN,
-        wait_ready: bool = True,
-    ) -> Sim:
-        home = self.root / f"sim{len(self.sims)}"
-        workspace, gemini_dir = home / "workspace", home / "gemini"
-        workspace.mkdir(parents=True)
-        (workspace / "README.md").write_text("# a project\n")
-        if not survey:  # as the plugin does: the survey swallows typed input (WIRE.md §1)
-            settings = gemini_dir / "antigravity-cli" / "settings.json"
-            settings.parent.mkdir(parents=True)
-            settings.write_text(json.dumps({"showFeedbackSurvey": False}))
-        sim = Sim(
-            pane=None,  # type: ignore[arg-type]
-            log=home / "agy.log",
-            workspace=workspace,
-            faults=home / "faults.json",
-            gemini_dir=gemini_dir,
-        )
-        argv = [str(AGY_SIM)]
-        if token is not None:
-            argv.append(f"--csrf_token={token}")
-        argv += ["--log-file", str(sim.log), "--gemini_dir", str(gemini_dir)]
-        argv += ["--sim-faults", str(sim.faults), *args]
-        session = self.tmux.new_session(
-            session_name=f"sim{len(self.sims)}",
-            window_command=shlex.join(argv),
-            start_directory=str(workspace),
-            environment=env or {},
-            x=220,
-            y=60,
-        )
-        session.set_option("remain-on-exit", "on", global_=True)
-        sim.pane = session.active_pane  # type: ignore[assignment]
-        self.sims.append(sim)
-        if wait_ready:
-            sim.wait_screen("[ready")
-        return sim
-
-    def stop_all(self) -> None:
-        for sim in self.sims:
-            if STARTING.search(sim.log_text()):
-                sim.stop()
+            launcher.stop_all()
+        finally:
+            with contextlib.suppress(Exception):
+                tmux.kill()
+            tmp = Path(os.environ.get("TMUX_TMPDIR", "/tmp"))
+            (tmp / f"tmux-{os.getuid()}" / name).unlink(missing_ok=True)
 
 
 @pytest.fixture
 def sims(tmp_path: Path) -> Iterator[SimLauncher]:
-    tmux = libtmux.Server(socket_name=f"agy-sim-test-{uuid.uuid4().hex[:12]}")
-    launcher = SimLauncher(tmux, tmp_path)
-    try:
+    with private_tmux(tmp_path) as launcher:
         yield launcher
-    finally:
-        launcher.stop_all()
-        with contextlib.suppress(Exception):
-            tmux.kill()
 
 
 @pytest.fixture(scope="module")
 def shared_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
     """One ready agy-sim for the tests that only talk to it; faults reset per test."""
-    tmux = libtmux.Server(socket_name=f"agy-sim-shared-{uuid.uuid4().hex[:12]}")
-    launcher = SimLauncher(tmux, tmp_path_factory.mktemp("shared-sim"))
-    try:
+    with private_tmux(tmp_path_factory.mktemp("shared-sim")) as launcher:
         yield launcher.launch(*FAST, "--sim-debug-rpc")
-    finally:
-        launcher.stop_all()
-        with contextlib.suppress(Exception):
-            tmux.kill()
 
 
 @pytest.fixture
@@ -557,11 +424,6 @@ def sim(shared_sim: Sim) -> Iterator[Sim]:
 
 
 # -- conversation helpers -------------------------------------------------------------
-
-
-async def plan_model(client: RpcClient) -> str:
-    response = (await client.get_available_models())["response"]
-    return str(response["models"][response["defaultAgentModelId"]]["model"])
 
 
 async def wait_steps(
