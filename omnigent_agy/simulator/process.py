@@ -117,8 +117,8 @@ class ReadinessGate:
 class RestartableServer:
     """The TLS server on the running loop; ``restart`` moves it to a fresh port pair."""
 
-    def __init__(self, app: ASGIApp, injector: FaultInjector) -> None:
-        self._app = app
+    def __init__(self, injector: FaultInjector) -> None:
+        self._app: ASGIApp = injector
         self._injector = injector
         self._server: TlsConnectServer | None = None
         self._shutdown = asyncio.Event()
@@ -199,7 +199,7 @@ class SimProcess:
         gate = ReadinessGate(connect)
         source = FaultSource(static_rules=options.fault_rules, control_file=options.faults_file)
         injector = FaultInjector(gate, source)
-        server = RestartableServer(injector, injector)
+        server = RestartableServer(injector)
         self._install_signals()
         tui.starting(options.version, options.workspace)
         tui.attach_input()
@@ -207,28 +207,29 @@ class SimProcess:
         _log.info(
             "agy-sim %s: workspace %s, flags %s", options.version, options.workspace, self._flags()
         )
+        status = 0
         try:
             if not await self._wait_stop(options.startup_delay):
                 gate.ready = True
                 _log.info(LISTENING_LINE.format(port=server.port))
                 tui.set_ready(engine.tui_cascade_id)
-                await self._serve(server, source, tui)
+                status = await self._serve(server, source, tui)
         finally:
             tui.write("[shutting down]")
             await server.stop()
             await tui.aclose()
             await engine.aclose()
             _log.info("agy-sim stopped")
-        return 0
+        return status
 
-    async def _serve(self, server: RestartableServer, source: FaultSource, tui: Tui) -> None:
+    async def _serve(self, server: RestartableServer, source: FaultSource, tui: Tui) -> int:
+        """Serve, restarting when asked, until told to stop (0) or the server fails (1)."""
         generation = source.current().restart
-        while not self._stop.is_set():
-            if await self._wait_stop(RESTART_POLL_SECONDS):
-                return
+        while not await self._wait_stop(RESTART_POLL_SECONDS):
             if server.failed is not None:
                 _log.error("the language server failed: %r", server.failed)
-                return
+                tui.write("[error] the language server failed; see the log")
+                return 1
             wanted = source.current().restart
             if wanted > generation or self._restart_requested.is_set():
                 generation = max(generation, wanted)
@@ -236,6 +237,7 @@ class SimProcess:
                 port = await server.restart()
                 _log.info(LISTENING_LINE.format(port=port))
                 tui.write(f"[language server restarted on port {port}]")
+        return 0
 
     async def _wait_stop(self, seconds: float) -> bool:
         """Wait up to ``seconds``; True when asked to stop meanwhile."""
