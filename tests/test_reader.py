@@ -41,7 +41,7 @@ from omnigent_agy.sink import QueueSink
 pytestmark = pytest.mark.tmux
 
 QUICK = ReaderSettings(idle_timeout=1.0, poll_interval=0.1, reconnect_initial=0.05)
-SLOW_LONG = [*FAST]
+SLOW_LONG = [*FAST, "--sim-long-token-delay", "0.004"]
 
 
 @pytest.fixture(scope="module")
@@ -200,6 +200,8 @@ def test_streams_dropped_at_random_points_lose_and_repeat_nothing(sim: Sim, seed
         expected = run(_committed_text(sim, cascade))
         assert text == expected
         assert len(collected.of(TurnEnded)) == 1
+        # The fault really fired: the reader lost its stream and caught up by polling.
+        assert any(m.mode == "polling" for m in collected.of(ReaderModeChanged))
     finally:
         assert reader.stop()
 

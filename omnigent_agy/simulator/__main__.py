@@ -50,6 +50,7 @@ class SimOptions:
     startup_delay: float = DEFAULT_STARTUP_DELAY
     waiting_timeout: float | None = None
     token_delay: float | None = None
+    long_token_delay: float | None = None
     faults_file: Path | None = None
     fault_rules: tuple[FaultRule, ...] = ()
     signed_out: bool = False
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--sim-startup-delay", type=float, metavar="SECONDS")
     sim.add_argument("--sim-waiting-timeout", type=float, metavar="SECONDS")
     sim.add_argument("--sim-token-delay", type=float, metavar="SECONDS")
+    sim.add_argument("--sim-long-token-delay", type=float, metavar="SECONDS")
     sim.add_argument("--sim-faults", type=Path, metavar="PATH", help="JSON fault control file")
     sim.add_argument("--sim-fault", action="append", default=[], metavar="SPEC")
     sim.add_argument("--sim-signed-out", action="store_true", default=None)
@@ -149,6 +151,7 @@ def parse_options(
         startup_delay=DEFAULT_STARTUP_DELAY if startup_delay is None else startup_delay,
         waiting_timeout=number(args.sim_waiting_timeout, "AGY_SIM_WAITING_TIMEOUT"),
         token_delay=number(args.sim_token_delay, "AGY_SIM_TOKEN_DELAY"),
+        long_token_delay=number(args.sim_long_token_delay, "AGY_SIM_LONG_TOKEN_DELAY"),
         faults_file=faults_file,
         fault_rules=rules,
         signed_out=bool(signed_out),

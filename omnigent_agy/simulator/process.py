@@ -266,6 +266,8 @@ class SimProcess:
             values["waiting_timeout"] = options.waiting_timeout
         if options.token_delay is not None:
             values["token_interval"] = options.token_delay
+        if options.long_token_delay is not None:
+            values["long_token_interval"] = options.long_token_delay
         if options.model is not None or options.effort is not None:
             values["default_model"] = resolve_tui_model(options.model, options.effort)
         return EngineSettings(**values)
