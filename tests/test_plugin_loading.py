@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import omnigent.community.harness as omnigent_namespace
+import omnigent.community.harness.agy.plugin as plugin
 import pytest
 from omnigent import harness_plugins
 
@@ -28,11 +30,7 @@ def test_real_plugin_state_loads_the_entry_point_without_error() -> None:
 
 
 def test_adapter_is_imported_under_omnigents_namespace() -> None:
-    import omnigent.community.harness.agy.plugin as plugin
-
     assert plugin.__name__ == "omnigent.community.harness.agy.plugin"
     # Only our leaf package is ours: omnigent's own namespace packages stay omnigent's.
-    import omnigent.community.harness as parent
-
-    assert parent.__file__ is not None
-    assert "omnigent_harness_agy" not in parent.__file__
+    assert omnigent_namespace.__file__ is not None
+    assert "omnigent_harness_agy" not in omnigent_namespace.__file__
