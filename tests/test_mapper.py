@@ -7,13 +7,12 @@ import dataclasses
 import enum
 import json
 import random
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
+from opcount import count_package_lines
 from syrupy.assertion import SnapshotAssertion
 
 from omnigent_agy.events import (
@@ -978,28 +977,6 @@ def _history(state: MapperState, prior_steps: int) -> None:
         map_step(state, planner if index % 2 else command, absolute_index=index)
 
 
-def _count_lines(work: Callable[[], object]) -> int:
-    """A deterministic operation counter: Python lines executed inside the package."""
-    count = 0
-    package = str(REPO / "omnigent_agy")
-
-    def tracer(frame: FrameType, event: str, arg: object) -> Any:  # sys.TraceFunction
-        nonlocal count
-        if not frame.f_code.co_filename.startswith(package):
-            return None
-        if event == "line":
-            count += 1
-        return tracer
-
-    previous = sys.gettrace()
-    sys.settrace(tracer)
-    try:
-        work()
-    finally:
-        sys.settrace(previous)
-    return count
-
-
 def _cost_of_one_delta(prior_steps: int) -> tuple[int, MapperState]:
     state = MapperState(cascade_id=CASCADE)
     _history(state, prior_steps)
@@ -1008,7 +985,7 @@ def _cost_of_one_delta(prior_steps: int) -> tuple[int, MapperState]:
     answer = own("planner_done_text.json")["plannerResponse"]["modifiedResponse"]
     map_step(state, _generating(answer[:30]), absolute_index=prior_steps)
     frame = _generating(answer[:60])
-    return _count_lines(lambda: map_step(state, frame, absolute_index=prior_steps)), state
+    return count_package_lines(lambda: map_step(state, frame, absolute_index=prior_steps)), state
 
 
 def test_work_per_new_delta_does_not_grow_with_the_conversation() -> None:
