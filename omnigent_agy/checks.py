@@ -196,7 +196,9 @@ def check_agy_version(
         )
     if ran.returncode != 0:
         return _from_failure(name, AGY_LAUNCH_FAILED.failure(_exited("agy --version", ran)))
-    shown = _tail(ran.stdout) or _tail(ran.stderr)
+    # The first line that carries a version (a build may add commit and date lines).
+    lines = [_tail(line) for line in (ran.stdout + "\n" + ran.stderr).splitlines()]
+    shown = next((line for line in lines if parse_version(line)), None) or _tail(ran.stdout)
     version = parse_version(shown)
     if version is None:
         return CheckResult(

@@ -151,11 +151,12 @@ def test_an_old_agy_is_too_old(script: Script) -> None:
     [
         ('echo "agy 1.2.7 (abc)"', Status.OK, None),
         ('echo "agy 1.2.2"', Status.OK, None),
+        ('printf "agy 1.2.9\\ncommit abc\\nbuilt 2026-01-01\\n"', Status.OK, None),
         ("echo 1.1.9", Status.FAIL, "agy_too_old"),
         ('echo "something else"', Status.WARN, None),
         ('echo "crashed" >&2; exit 3', Status.FAIL, "agy_launch_failed"),
     ],
-    ids=["banner", "minimum", "old", "unreadable", "crash"],
+    ids=["banner", "minimum", "multi-line", "old", "unreadable", "crash"],
 )
 def test_version_outputs(script: Script, body: str, status: Status, code: str | None) -> None:
     result = check_agy_version(script("agy", body))
