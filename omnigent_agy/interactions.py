@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import json
 import logging
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field, replace
@@ -38,40 +37,38 @@ from typing import TYPE_CHECKING, Any, Final
 from omnigent_agy.client import TRANSIENT_CODES, RpcClient
 from omnigent_agy.errors import AgyError, CsrfError, RpcError
 from omnigent_agy.events import InteractionRequested
-from omnigent_agy.mapper import MapperState, map_step
+from omnigent_agy.gates import (
+    ANSWER_FIELDS,
+    REFUSALS,
+    Gate,
+    elicitation_card,
+    elicitation_payload,
+    gate_of,
+    gates_in,
+    permission_card,
+    permission_payload,
+    permission_request_for,
+    question_payload,
+)
 from omnigent_agy.policy import (
     PermissionDecision,
     PermissionPolicy,
     PermissionRequest,
-    RequestKind,
     Scope,
     decide,
 )
 from omnigent_agy.prompts import (
     ElicitationAction,
     ElicitationAnswer,
-    ElicitationCard,
     HostPrompts,
     PermissionAnswer,
-    PermissionCard,
     PolicyAction,
     PolicyVerdict,
     PromptUnavailableError,
-    QuestionAnswers,
     QuestionForm,
     answer_problem,
 )
-from omnigent_agy.steps import (
-    InteractionKind,
-    JsonObject,
-    StepKey,
-    StepStatus,
-    StepType,
-    int64,
-    obj,
-    seq,
-    step_status,
-)
+from omnigent_agy.steps import InteractionKind, JsonObject, StepKey, int64, obj, seq
 
 if TYPE_CHECKING:
     import pluggy
@@ -81,9 +78,6 @@ __all__ = [
     "InteractionDeliveryError",
     "InteractionOutcome",
     "OutcomeStatus",
-    "elicitation_payload",
-    "permission_request_for",
-    "question_payload",
 ]
 
 _logger = logging.getLogger(__name__)
@@ -91,7 +85,6 @@ _logger = logging.getLogger(__name__)
 _MAX_INVALID_ANSWERS: Final = 5  # then agy is told the question was cancelled
 _MAX_DELIVERY_ATTEMPTS: Final = 6  # each one follows a timeout-and-retry or a transient error
 _MAX_REASKS: Final = 5  # the request changed while the person was deciding
-_CONVERSATION_SCOPE: Final = "PERMISSION_SCOPE_CONVERSATION"
 
 
 class InteractionDeliveryError(AgyError):
@@ -136,173 +129,6 @@ class InteractionOutcome:
         return self.delivered_to is not None
 
 
-# --- pure mapping: requests, cards, payloads -------------------------------------------------
-
-
-def permission_request_for(request: InteractionRequested) -> PermissionRequest:
-    """The host-neutral `PermissionRequest` for a permission gate.
-
-    A command gate is judged on its `resource.target` — for a chained line, the part agy gates
-    now (WIRE.md §6) — falling back to the whole command line.
-    """
-    action = (request.action or "").lower()
-    target = request.target
-    kind = RequestKind.OTHER
-    if request.step_type == StepType.RUN_COMMAND or "command" in action:
-        kind = RequestKind.COMMAND
-    elif "mcp" in action:
-        kind = RequestKind.MCP
-    elif any(word in action for word in ("read", "view", "list")):
-        kind = RequestKind.READ
-    elif any(word in action for word in ("edit", "write", "create", "delete")):
-        kind = RequestKind.EDIT
-    return PermissionRequest(
-        kind,
-        command_line=(target or request.command_line) if kind is RequestKind.COMMAND else None,
-        cwd=request.cwd,
-        paths=(target,) if target and kind in (RequestKind.READ, RequestKind.EDIT) else (),
-        action_description=request.action_description or "",
-        mcp_tool=target if kind is RequestKind.MCP else None,
-        raw=obj(request.raw.get("permission")),
-    )
-
-
-def _permission_card(request: InteractionRequested, note: str | None) -> PermissionCard:
-    judged = permission_request_for(request)
-    subject = request.target or request.command_line or request.action_description or "?"
-    return PermissionCard(
-        call_id=request.call_id,
-        kind=judged.kind,
-        subject=subject,
-        command_line=request.command_line,
-        cwd=request.cwd,
-        action_description=request.action_description,
-        persist_pattern=request.suggested_persist_pattern,
-        note=note,
-    )
-
-
-def _permission_payload(*, allow: bool, for_conversation: bool = False) -> dict[str, object]:
-    payload: dict[str, object] = {"allow": allow}
-    if allow and for_conversation:
-        payload["scope"] = _CONVERSATION_SCOPE
-    return payload
-
-
-def question_payload(form: QuestionForm, answers: QuestionAnswers) -> dict[str, object]:
-    """`askQuestion` for HandleCascadeUserInteraction: one response per question, matched
-    by the question's text (WIRE.md §3); option ids, never their text (WIRE.md §5)."""
-    responses: list[dict[str, object]] = []
-    for question, answer in zip(form.questions, answers.answers, strict=True):
-        response: dict[str, object] = {"question": question.text}
-        if answer.selected:
-            response["selectedOptionIds"] = list(answer.selected)
-        if answer.write_in and answer.write_in.strip():
-            response["writeInResponse"] = answer.write_in
-        if answer.skipped and not answer.selected and not response.get("writeInResponse"):
-            response["skipped"] = True
-        responses.append(response)
-    return {"responses": responses}
-
-
-def elicitation_payload(answer: ElicitationAnswer) -> dict[str, object]:
-    """`elicitation` for HandleCascadeUserInteraction.
-
-    Unverified guess: no recording shows agy receiving an elicitation answer. It mirrors the
-    request's naming (`requestedSchemaJson` → `contentJson`) and MCP's ElicitResult actions.
-    """
-    payload: dict[str, object] = {"action": answer.action.value}
-    if answer.action is ElicitationAction.ACCEPT and answer.content is not None:
-        payload["contentJson"] = json.dumps(dict(answer.content), ensure_ascii=False)
-    return payload
-
-
-def _elicitation_card(request: InteractionRequested) -> ElicitationCard:
-    schema: Mapping[str, object] | None = None
-    problem: str | None = None
-    if request.requested_schema_json:
-        try:
-            parsed = json.loads(request.requested_schema_json)
-        except ValueError as exc:
-            problem = f"requestedSchemaJson is not JSON: {exc}"
-        else:
-            if isinstance(parsed, Mapping):
-                schema = parsed
-            else:
-                problem = "requestedSchemaJson is not a JSON object"
-    return ElicitationCard(
-        call_id=request.call_id,
-        server=request.elicitation_server,
-        message=request.elicitation_message or "An MCP server asks for input",
-        schema=schema,
-        schema_error=problem,
-    )
-
-
-_REFUSALS: Final[Mapping[str, Mapping[str, object]]] = {
-    InteractionKind.PERMISSION: {"allow": False},
-    InteractionKind.ASK_QUESTION: {"cancelled": True},
-    InteractionKind.ELICITATION: {"action": ElicitationAction.CANCEL.value},
-}
-_KWARGS: Final[Mapping[str, str]] = {
-    InteractionKind.PERMISSION: "permission",
-    InteractionKind.ASK_QUESTION: "ask_question",
-    InteractionKind.ELICITATION: "elicitation",
-}
-
-
-# --- gates as read back from agy -------------------------------------------------------------
-
-
-type _GateId = tuple[str, int, str]
-
-
-@dataclass(frozen=True, slots=True)
-class _Gate:
-    """One WAITING step's request; `subject` is what the person is asked about."""
-
-    request: InteractionRequested
-    fingerprint: str
-    subject: tuple[object, ...]
-
-    @property
-    def key(self) -> StepKey:
-        return self.request.key
-
-    @property
-    def id(self) -> _GateId:
-        # Chained commands gate several times on one step (WIRE.md §6): the index alone is
-        # not a gate's identity, its request is part of it.
-        return (self.key.trajectory_id, self.key.step_index, self.fingerprint)
-
-    def same_kind(self, other: _Gate) -> bool:
-        return (
-            self.request.kind == other.request.kind
-            and self.key.trajectory_id == other.key.trajectory_id
-        )
-
-
-def _gate_of(request: InteractionRequested) -> _Gate:
-    try:
-        fingerprint = json.dumps(request.raw, sort_keys=True, default=str)
-    except (TypeError, ValueError):  # keys of mixed types: only from a broken producer
-        fingerprint = repr(request.raw)
-    subject: tuple[object, ...]
-    if request.kind == InteractionKind.PERMISSION:
-        subject = (request.action, request.target, request.command_line)
-    elif request.kind == InteractionKind.ASK_QUESTION:
-        subject = request.questions
-    elif request.kind == InteractionKind.ELICITATION:
-        subject = (
-            request.elicitation_server,
-            request.elicitation_message,
-            request.requested_schema_json,
-        )
-    else:
-        subject = (fingerprint,)
-    return _Gate(request, fingerprint, (request.kind, *subject))
-
-
 class _Interrupted(Exception):  # noqa: N818 - a control-flow signal, not an error
     """deny_pending() took this gate over."""
 
@@ -311,18 +137,18 @@ class _Interrupted(Exception):  # noqa: N818 - a control-flow signal, not an err
 class _Handling:
     """One gate in the hands of `handle()`: where it started and the live gate it answers."""
 
-    origin: _Gate
-    current: _Gate
+    origin: Gate
+    current: Gate
     done: asyncio.Event = field(default_factory=asyncio.Event)
     # One delivery at a time per gate: the person's answer or an interrupt's refusal.
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     host_task: asyncio.Task[Any] | None = None
     interrupted: bool = False
 
-    def claims(self, gate: _Gate) -> bool:
+    def claims(self, gate: Gate) -> bool:
         return gate.id in (self.origin.id, self.current.id)
 
-    def covers(self, gate: _Gate) -> bool:
+    def covers(self, gate: Gate) -> bool:
         """`gate` is this one, or agy's retry of it at a higher index (WIRE.md §6)."""
         return self.claims(gate) or (
             self.origin.same_kind(gate)
@@ -380,7 +206,7 @@ class InteractionBridge:
 
     async def handle(self, request: InteractionRequested) -> InteractionOutcome:
         """The full flow for one announced gate. Cancellable; never leaves a task behind."""
-        gate = _gate_of(request)
+        gate = gate_of(request)
         joined = False
         while (other := next((h for h in self._handlings if h.covers(gate)), None)) is not None:
             joined = True  # the same gate, or agy's retry of it: wait, then re-check
@@ -417,7 +243,7 @@ class InteractionBridge:
 
     async def _run(self, handling: _Handling) -> InteractionOutcome:
         request = handling.origin.request
-        if request.kind not in _KWARGS:
+        if request.kind not in ANSWER_FIELDS:
             self._log.warning(
                 "agy asks for an interaction of an unknown kind at step %d; it cannot be "
                 "answered from here: answer it in agy's terminal",
@@ -476,25 +302,23 @@ class InteractionBridge:
             allow = verdict.action is PolicyAction.ALLOW
             why = f"host policy ({verdict.reason})" if verdict.reason else "host policy"
             self._log.info("permission %s by %s: %s", verdict.action.value, why, judged.summary())
-            return _Answer(_permission_payload(allow=allow), OutcomeStatus.ANSWERED, why)
+            return _Answer(permission_payload(allow=allow), OutcomeStatus.ANSWERED, why)
         decision = self._plugin_decision(judged)
         if decision is not None:  # policy.decide has logged it with its rule
             why = decision.source + (f" {decision.rule!r}" if decision.rule else "")
-            payload = _permission_payload(
+            payload = permission_payload(
                 allow=decision.allowed, for_conversation=decision.scope is Scope.CONVERSATION
             )
             return _Answer(payload, OutcomeStatus.ANSWERED, why, decision.reason)
-        card = _permission_card(request, note)
+        card = permission_card(request, note)
         try:
             choice = await self._host(handling, self._prompts.ask_permission(card))
         except PromptUnavailableError as exc:
             self._log.warning("cannot ask about %s (%s): denied", judged.summary(), exc)
-            return _Answer(
-                _permission_payload(allow=False), OutcomeStatus.REFUSED, "host", str(exc)
-            )
+            return _Answer(permission_payload(allow=False), OutcomeStatus.REFUSED, "host", str(exc))
         if choice is None:
-            return _Answer(_permission_payload(allow=False), OutcomeStatus.DISMISSED, "person")
-        payload = _permission_payload(
+            return _Answer(permission_payload(allow=False), OutcomeStatus.DISMISSED, "person")
+        payload = permission_payload(
             allow=choice is not PermissionAnswer.DENY,
             for_conversation=choice is PermissionAnswer.ALLOW_CONVERSATION,
         )
@@ -525,10 +349,10 @@ class InteractionBridge:
                 answers = await self._host(handling, self._prompts.ask_questions(form))
             except PromptUnavailableError as exc:
                 self._log.warning("cannot show agy's question (%s): cancelled", exc)
-                cancel = _REFUSALS[InteractionKind.ASK_QUESTION]
+                cancel = REFUSALS[InteractionKind.ASK_QUESTION]
                 return _Answer(cancel, OutcomeStatus.REFUSED, "host", str(exc))
             if answers is None:
-                cancel = _REFUSALS[InteractionKind.ASK_QUESTION]
+                cancel = REFUSALS[InteractionKind.ASK_QUESTION]
                 return _Answer(cancel, OutcomeStatus.DISMISSED, "person")
             problem = answer_problem(form, answers)
             if problem is None:
@@ -537,11 +361,11 @@ class InteractionBridge:
             form = replace(form, error=problem)
         detail = f"no valid answer after {_MAX_INVALID_ANSWERS} tries"
         return _Answer(
-            _REFUSALS[InteractionKind.ASK_QUESTION], OutcomeStatus.REFUSED, "host", detail
+            REFUSALS[InteractionKind.ASK_QUESTION], OutcomeStatus.REFUSED, "host", detail
         )
 
     async def _ask_elicitation(self, handling: _Handling) -> _Answer:
-        card = _elicitation_card(handling.current.request)
+        card = elicitation_card(handling.current.request)
         try:
             answer = await self._host(handling, self._prompts.ask_elicitation(card))
         except PromptUnavailableError as exc:
@@ -549,7 +373,7 @@ class InteractionBridge:
             decline = elicitation_payload(ElicitationAnswer(ElicitationAction.DECLINE))
             return _Answer(decline, OutcomeStatus.REFUSED, "host", str(exc))
         if answer is None:
-            cancel = _REFUSALS[InteractionKind.ELICITATION]
+            cancel = REFUSALS[InteractionKind.ELICITATION]
             return _Answer(cancel, OutcomeStatus.DISMISSED, "person")
         return _Answer(elicitation_payload(answer), OutcomeStatus.ANSWERED, "person")
 
@@ -572,25 +396,17 @@ class InteractionBridge:
 
     # -- reading and delivering ----------------------------------------------------------
 
-    async def _waiting_gates(self, offset: int) -> list[_Gate]:
+    async def _waiting_gates(self, offset: int) -> list[Gate]:
         """Every WAITING gate from `offset` on, read with one GetCascadeTrajectorySteps."""
         steps = await self._client.get_cascade_trajectory_steps(
             self._cascade_id, step_offset=offset
         )
-        gates: list[_Gate] = []
+        gates: list[Gate] = []
         for position, step in enumerate(steps):
-            gates.extend(self._gates_in(step, offset + position))
+            gates.extend(gates_in(step, offset + position, cascade_id=self._cascade_id))
         return gates
 
-    def _gates_in(self, step: JsonObject, index: int) -> list[_Gate]:
-        """The gate a step is waiting on (the mapper reads it exactly as the reader did)."""
-        if step_status(step) != StepStatus.WAITING:
-            return []
-        state = MapperState(cascade_id=self._cascade_id)
-        events = map_step(state, step, absolute_index=index)
-        return [_gate_of(e) for e in events if isinstance(e, InteractionRequested)]
-
-    async def _locate(self, handling: _Handling) -> _Gate | None:
+    async def _locate(self, handling: _Handling) -> Gate | None:
         """The live gate `handling` should answer: the same request where it was, else agy's
         freshest retry of it, else the freshest unclaimed gate of that kind; None if none."""
         current = handling.current
@@ -607,7 +423,7 @@ class InteractionBridge:
 
     async def _deliver(
         self, handling: _Handling, payload: Mapping[str, object]
-    ) -> StepKey | _Gate | None:
+    ) -> StepKey | Gate | None:
         """Send `payload` to the live gate: its key, the changed gate to ask about, or None."""
         asked = handling.current.subject
         for _ in range(_MAX_DELIVERY_ATTEMPTS):
@@ -635,7 +451,7 @@ class InteractionBridge:
             f"{_MAX_DELIVERY_ATTEMPTS} attempts; answer it in agy's terminal"
         )
 
-    async def _failed_meanwhile(self, gate: _Gate, exc: RpcError) -> bool:
+    async def _failed_meanwhile(self, gate: Gate, exc: RpcError) -> bool:
         """After a failed send: True when the failure is the answer's own fault.
 
         agy answers 500 "input not registered" both for a malformed answer and for a step
@@ -647,7 +463,8 @@ class InteractionBridge:
             self._cascade_id, step_offset=gate.key.step_index
         )
         step: JsonObject = steps[0] if steps else {}
-        still = [g for g in self._gates_in(step, gate.key.step_index) if g.id == gate.id]
+        still = gates_in(step, gate.key.step_index, cascade_id=self._cascade_id)
+        still = [g for g in still if g.id == gate.id]
         if not still:
             self._log.info(
                 "step %d stopped waiting while the answer was on its way (%s): looking for "
@@ -658,16 +475,16 @@ class InteractionBridge:
             return False
         return exc.code not in TRANSIENT_CODES
 
-    async def _send(self, gate: _Gate, payload: Mapping[str, object]) -> None:
+    async def _send(self, gate: Gate, payload: Mapping[str, object]) -> None:
         await self._client.handle_cascade_user_interaction(
             self._cascade_id,
             trajectory_id=gate.key.trajectory_id,
             step_index=gate.key.step_index,
-            **{_KWARGS[gate.request.kind]: payload},
+            **{ANSWER_FIELDS[gate.request.kind]: payload},
         )
 
     async def _refuse(self, handling: _Handling) -> bool:
-        refusal = _REFUSALS.get(handling.current.request.kind)
+        refusal = REFUSALS.get(handling.current.request.kind)
         if refusal is None:
             return False
         try:
@@ -694,7 +511,7 @@ class InteractionBridge:
             return False
         denied = False
         for gate in gates:
-            refusal = _REFUSALS.get(gate.request.kind)
+            refusal = REFUSALS.get(gate.request.kind)
             if refusal is None or any(h.claims(gate) for h in self._handlings):
                 continue
             try:

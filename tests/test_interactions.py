@@ -20,6 +20,12 @@ from simproc import FAST, Sim, plan_model, sim_launcher, wait_for
 
 from omnigent_agy.client import RpcClient
 from omnigent_agy.events import InteractionRequested
+from omnigent_agy.gates import (
+    elicitation_payload,
+    gate_of,
+    permission_request_for,
+    question_payload,
+)
 from omnigent_agy.hooks import hookimpl, new_plugin_manager
 from omnigent_agy.interactions import (
     InteractionBridge,
@@ -37,6 +43,7 @@ from omnigent_agy.policy import (
     parse_rules,
 )
 from omnigent_agy.prompts import (
+    ElicitationAction,
     ElicitationAnswer,
     ElicitationCard,
     PermissionAnswer,
@@ -46,9 +53,11 @@ from omnigent_agy.prompts import (
     QuestionAnswer,
     QuestionAnswers,
     QuestionForm,
+    answer_problem,
 )
 from omnigent_agy.reader import CascadeReader, ReaderEvent, ReaderSettings, TurnEnded
 from omnigent_agy.sink import LoopSink
+from omnigent_agy.steps import InteractionKind, Question, QuestionOption, StepKey
 
 pytestmark = pytest.mark.tmux
 
@@ -711,3 +720,172 @@ def test_a_cancelled_handle_cancels_its_prompt_and_leaves_nothing_running(sim: S
 
     assert run(main) == 1
     assert person.cancelled == 1
+
+
+# --- pure mapping (no simulator) -------------------------------------------------------------
+
+
+def gate_request(
+    index: int = 5,
+    *,
+    kind: InteractionKind = InteractionKind.PERMISSION,
+    action: str | None = "command",
+    target: str | None = "git status",
+    step_type: str = "CORTEX_STEP_TYPE_RUN_COMMAND",
+    questions: tuple[Question, ...] = (),
+) -> InteractionRequested:
+    raw: dict[str, Any] = {"permission": {"resource": {"action": action, "target": target}}}
+    if kind is InteractionKind.ASK_QUESTION:
+        raw = {"askQuestion": {"questions": [{"question": q.text} for q in questions]}}
+    return InteractionRequested(
+        key=StepKey("c", "t", index),
+        call_id=f"agy:t:{index}",
+        kind=kind,
+        step_type=step_type,
+        raw=raw,
+        command_line="git status && git log",
+        cwd="/w",
+        action=action,
+        target=target,
+        questions=questions,
+    )
+
+
+@pytest.mark.parametrize(
+    ("step_type", "action", "target", "kind", "field_", "value"),
+    [
+        (
+            "CORTEX_STEP_TYPE_RUN_COMMAND",
+            "command",
+            "git status",
+            RequestKind.COMMAND,
+            "command_line",
+            "git status",
+        ),
+        (
+            "CORTEX_STEP_TYPE_RUN_COMMAND",
+            None,
+            None,
+            RequestKind.COMMAND,
+            "command_line",
+            "git status && git log",
+        ),
+        (
+            "CORTEX_STEP_TYPE_VIEW_FILE",
+            "read_file",
+            "/w/a.py",
+            RequestKind.READ,
+            "paths",
+            ("/w/a.py",),
+        ),
+        (
+            "CORTEX_STEP_TYPE_CODE_ACTION",
+            "write_file",
+            "src/b.py",
+            RequestKind.EDIT,
+            "paths",
+            ("src/b.py",),
+        ),
+        (
+            "CORTEX_STEP_TYPE_MCP_TOOL",
+            "mcp_tool",
+            "github/create_pr",
+            RequestKind.MCP,
+            "mcp_tool",
+            "github/create_pr",
+        ),
+        (
+            "CORTEX_STEP_TYPE_SOMETHING_NEW",
+            "teleport",
+            "moon",
+            RequestKind.OTHER,
+            "paths",
+            ("moon",),
+        ),
+    ],
+)
+def test_a_permission_gate_becomes_a_policy_request(
+    step_type: str,
+    action: str | None,
+    target: str | None,
+    kind: RequestKind,
+    field_: str,
+    value: object,
+) -> None:
+    request = permission_request_for(
+        gate_request(action=action, target=target, step_type=step_type)
+    )
+    assert request.kind is kind
+    assert getattr(request, field_) == value
+    assert request.cwd == "/w"
+
+
+def test_chained_gates_on_one_step_are_different_gates_and_a_retry_is_the_same_subject() -> None:
+    first, second = gate_request(5, target="git status"), gate_request(5, target="git log")
+    retry = gate_request(9, target="git status")
+    assert gate_of(first).id != gate_of(second).id
+    assert gate_of(first).subject != gate_of(second).subject
+    assert gate_of(retry).subject == gate_of(first).subject
+    assert gate_of(retry).id != gate_of(first).id
+
+
+COLOR = Question("Which color?", (QuestionOption("1", "Red"), QuestionOption("2", "Blue")), False)
+CHECKS = Question(
+    "Which checks?", (QuestionOption("1", "Lint"), QuestionOption("2", "Tests")), True
+)
+FORM = QuestionForm("c", (COLOR, CHECKS))
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        pytest.param(answers(pick("2"), pick("1", "2")), None, id="valid"),
+        pytest.param(
+            answers(pick(write_in="teal"), QuestionAnswer(skipped=True)),
+            None,
+            id="write-in-and-skip",
+        ),
+        pytest.param(
+            answers(pick("3"), pick("1")),
+            "has no option '3'; valid options: 1 (Red), 2 (Blue)",
+            id="unknown",
+        ),
+        pytest.param(
+            answers(pick("1", "2"), pick("1")),
+            "takes one option, 2 were chosen",
+            id="two-for-single",
+        ),
+        pytest.param(answers(pick("1"), pick("1", "1")), "the same option twice", id="twice"),
+        pytest.param(
+            answers(pick("1"), QuestionAnswer(write_in="  ")), "has no answer", id="blank"
+        ),
+        pytest.param(answers(pick("1")), "expected answers to 2 question(s), got 1", id="too-few"),
+    ],
+)
+def test_answers_are_checked_against_the_offered_options(
+    given: QuestionAnswers, problem: str | None
+) -> None:
+    found = answer_problem(FORM, given)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert problem in found
+
+
+def test_question_payload_sends_ids_write_ins_and_skips() -> None:
+    payload = question_payload(FORM, answers(pick(write_in="teal"), QuestionAnswer(skipped=True)))
+    assert payload == {
+        "responses": [
+            {"question": "Which color?", "writeInResponse": "teal"},
+            {"question": "Which checks?", "skipped": True},
+        ]
+    }
+
+
+def test_elicitation_payloads_carry_content_only_when_accepted() -> None:
+    accepted = ElicitationAnswer(ElicitationAction.ACCEPT, {"repo": "a/b"})
+    assert elicitation_payload(accepted) == {"action": "accept", "contentJson": '{"repo": "a/b"}'}
+    assert elicitation_payload(ElicitationAnswer(ElicitationAction.DECLINE)) == {
+        "action": "decline"
+    }

@@ -28,7 +28,7 @@ from omnigent.server.routes._antigravity_elicitation import (
 )
 from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 
-from omnigent_agy.interactions import question_payload
+from omnigent_agy.gates import question_payload
 from omnigent_agy.policy import PermissionRequest, RequestKind
 from omnigent_agy.prompts import (
     ElicitationAction,
