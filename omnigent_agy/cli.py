@@ -8,6 +8,7 @@ returning the exit status. ``doctor`` and ``demo`` join the same way.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -168,12 +169,30 @@ def _add_doctor(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(handler=_doctor)
 
 
+def _demo(args: argparse.Namespace) -> int:
+    # The demo drives omnigent's own harness app; only this command needs the adapter, which
+    # lives under omnigent's namespace (imported by name: the type checker sees its source
+    # folder, not the installed path).
+    demo = importlib.import_module("omnigent.community.harness.agy.demo")
+    return int(demo.main(["--simulator"] if args.simulator else []))
+
+
+def _add_demo(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="a scripted conversation through the real harness (agy if signed in, else agy-sim)",
+    )
+    parser.add_argument("--simulator", action="store_true", help="use agy-sim even if agy exists")
+    parser.set_defaults(handler=_demo)
+
+
 COMMANDS: tuple[Callable[[argparse._SubParsersAction[Any]], None], ...] = (
     _add_enable,
     _add_disable,
     _add_config,
     _add_agent_path,
     _add_doctor,
+    _add_demo,
 )
 
 

@@ -134,6 +134,12 @@ AGY_EFFORT_INVALID = FailureKind(
     "Unknown reasoning effort",
     "Use a reasoning effort of low, medium or high.",
 )
+AGY_MESSAGE_UNSUPPORTED = FailureKind(
+    "agy_message_unsupported",
+    "This message cannot be handed to agy",
+    "Send text, or attach files with their content (not links); files can also be put in the "
+    "workspace and named in the message.",
+)
 AGY_CONFIG_INVALID = FailureKind(
     "agy_config_invalid",
     "omnigent-agy configuration error",
@@ -205,6 +211,7 @@ CATALOGUE: tuple[FailureKind, ...] = (
     AGY_FOREIGN_LISTENER,
     AGY_MODEL_UNKNOWN,
     AGY_EFFORT_INVALID,
+    AGY_MESSAGE_UNSUPPORTED,
     AGY_CONFIG_INVALID,
     AGY_PLUGIN_FAILED,
     AGY_UNREACHABLE,

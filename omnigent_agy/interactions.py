@@ -94,6 +94,8 @@ class InteractionDeliveryError(AgyError):
     the person did; the step stays WAITING until agy times it out.
     """
 
+    code = "agy_protocol_error"  # failures.failure_for reads it
+
     def __init__(self, message: str, *, cause: RpcError | None = None) -> None:
         super().__init__(message)
         self.cause = cause

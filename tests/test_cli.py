@@ -134,7 +134,7 @@ def test_every_command_is_one_function() -> None:
         if action.dest == "command"
     )
     assert isinstance(choices, dict)
-    assert set(choices) == {"enable", "disable", "config", "agent-path"}
+    assert set(choices) == {"enable", "disable", "config", "agent-path", "doctor", "demo"}
     assert len(cli.COMMANDS) == len(choices)
 
 

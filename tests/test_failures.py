@@ -182,6 +182,7 @@ def test_remediations_name_a_command() -> None:
             "agy_foreign_listener",
             "agy_conversation_lost",
             "agy_effort_invalid",
+            "agy_message_unsupported",
             "agy_state_dir_invalid",
         }, kind.code
     assert len({kind.code for kind in CATALOGUE}) == len(CATALOGUE)

@@ -1,0 +1,57 @@
+"""`create_app()`: the harness app omnigent's runner serves for one agy-cli conversation."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from fastapi import FastAPI
+from omnigent.runtime.harnesses._executor_adapter import ExecutorAdapter
+from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
+
+from omnigent_agy import HARNESS_LABEL
+
+from .executor import AgyExecutor
+
+
+class AgyExecutorAdapter(ExecutorAdapter):
+    """omnigent's adapter plus one bridge it lacks: a form elicitation with custom params.
+
+    agy's questions need omnigent's `ask_user_question` form (several questions, multi-select,
+    write-in), which only `TurnContext.elicit` can show; the stock bridges offer yes/no and
+    one-of-N cards. The bridge reads the current turn's context at call time, like the stock
+    ones, so a handler captured on one turn never answers into a dead one.
+    """
+
+    async def run_turn(self, request: Any, ctx: Any) -> None:
+        executor = self._ensure_executor()
+        if getattr(executor, "_form_elicitor", None) is None:
+            executor._form_elicitor = self._stable_form_elicitor  # type: ignore[attr-defined]
+        await super().run_turn(request, ctx)
+
+    async def _stable_form_elicitor(self, params: ElicitationRequestParams) -> ElicitationResult:
+        ctx = self._current_ctx
+        if ctx is None:
+            # No turn to show it in: dismiss, which the bridge delivers as a refusal.
+            return ElicitationResult(action="cancel")
+        return await ctx.elicit(f"elicit_{secrets.token_hex(16)}", params)
+
+
+def create_app() -> FastAPI:
+    """The app; a fresh executor per factory call (omnigent discards one after an error)."""
+    app: FastAPI | None = None
+
+    def conversation_id() -> str:
+        # The runner sets it on app.state after create_app() returns, before the first turn.
+        assert app is not None
+        value = getattr(app.state, "conversation_id", None)
+        if not isinstance(value, str) or not value:
+            raise RuntimeError("the harness app has no conversation id (app.state)")
+        return value
+
+    adapter = AgyExecutorAdapter(
+        executor_factory=lambda: AgyExecutor(conversation_id=conversation_id),
+        harness_label=HARNESS_LABEL,
+    )
+    app = adapter.build()
+    return app

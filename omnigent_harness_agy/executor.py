@@ -1,0 +1,334 @@
+"""`AgyExecutor`: omnigent's `Executor` contract on top of the host-agnostic `AgySession`.
+
+A new executor is made per `executor_factory()` call (after an error omnigent discards the
+old one); all the state that matters lives in agy and in the session's private state
+directory, so a fresh executor — or a fresh harness process — re-attaches to the same agy and
+cascade (DESIGN-NOTES §4). This module only translates: configuration in, events out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pluggy
+from omnigent.inner.executor import (
+    Executor,
+    ExecutorConfig,
+    ExecutorError,
+    ExecutorEvent,
+    ReasoningChunk,
+    SubAgentCompleted,
+    SubAgentStarted,
+    TextChunk,
+    ToolCallComplete,
+    ToolCallRequest,
+    ToolCallStatus,
+    TurnCancelled,
+    TurnComplete,
+)
+
+from omnigent_agy import events as ev
+from omnigent_agy.config import AgyConfig, load_config, resolve_executable
+from omnigent_agy.doctor import preflight
+from omnigent_agy.hooks import get_plugin_manager, interrupt_session_hook, run_turn_hook
+from omnigent_agy.messages import newest_user_message
+from omnigent_agy.session import AgySession, PreflightError, SessionSettings, TurnResult
+from omnigent_agy.steps import ModelUsage
+
+from .failures import executor_error_for, to_executor_error
+from .prompts import OmnigentPrompts
+
+_logger = logging.getLogger(__name__)
+
+MODEL_ENV = "HARNESS_AGY_CLI_MODEL"
+EFFORT_ENV = "HARNESS_AGY_CLI_REASONING_EFFORT"
+CWD_ENV = "HARNESS_AGY_CLI_CWD"
+TMUX_SOCKET_ENV = "OMNIGENT_AGY_TMUX_SOCKET"
+READY_TIMEOUT_ENV = "OMNIGENT_AGY_READY_TIMEOUT"
+
+_TOOL_STATUS = {
+    "success": ToolCallStatus.SUCCESS,
+    "error": ToolCallStatus.ERROR,
+    "canceled": ToolCallStatus.CANCELLED,
+    "denied": ToolCallStatus.BLOCKED,
+}
+
+
+def usage_dict(usage: ModelUsage | None) -> dict[str, int] | None:
+    """agy's summed `modelUsage` in omnigent's usage keys."""
+    if usage is None:
+        return None
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+        "cache_read_input_tokens": usage.cache_read_tokens,
+    }
+
+
+class _Stream:
+    """Turns splice deltas (`events.apply_delta`) into omnigent's append-only chunks."""
+
+    def __init__(self) -> None:
+        self._shown: dict[tuple[str, object], int] = {}
+        self._last_text_key: object = None
+
+    def text(self, delta: ev.TextDelta) -> str:
+        piece = self._append_only(("text", delta.key), delta.offset, delta.text)
+        if piece and self._last_text_key not in (None, delta.key):
+            piece = "\n\n" + piece  # a new message of the same turn starts a new paragraph
+        if piece:
+            self._last_text_key = delta.key
+        return piece
+
+    def reasoning(self, delta: ev.ReasoningDelta) -> str:
+        return self._append_only(("reasoning", delta.key), delta.offset, delta.text)
+
+    def _append_only(self, key: tuple[str, object], offset: int, text: str) -> str:
+        shown = self._shown.get(key, 0)
+        end = offset + len(text)
+        if offset > shown:
+            _logger.warning("a delta skipped %d characters", offset - shown)
+        if end <= shown:
+            if offset < shown:
+                _logger.info("agy rewrote text already shown; the committed text keeps it")
+            return ""
+        self._shown[key] = end
+        return text[max(0, shown - offset) :]
+
+
+class AgyExecutor(Executor):
+    """Drives the agy of one omnigent conversation."""
+
+    def __init__(
+        self,
+        *,
+        conversation_id: Callable[[], str],
+        config: AgyConfig | None = None,
+        env: Mapping[str, str] | None = None,
+        plugin_manager: pluggy.PluginManager | None = None,
+        state_base: Path | None = None,
+        tmux_socket: str | None = None,
+    ) -> None:
+        self._conversation_id = conversation_id
+        self._config = config
+        self._env = dict(os.environ if env is None else env)
+        self._pm = plugin_manager or get_plugin_manager()
+        self._state_base = state_base
+        self._tmux_socket = tmux_socket or self._env.get(TMUX_SOCKET_ENV) or "omnigent-agy"
+        self._session: AgySession | None = None
+        # Bridges omnigent's ExecutorAdapter installs (it fills attributes that are None).
+        self._tool_executor: object = None
+        self._elicitation_handler: object = None
+        self._elicitation_choice_handler: Any = None
+        self._policy_evaluator: Any = None
+        self._form_elicitor: Any = None  # installed by AgyExecutorAdapter
+
+    # --- capabilities ---------------------------------------------------------------------
+
+    def supports_streaming(self) -> bool:
+        return True
+
+    def handles_tools_internally(self) -> bool:
+        return True
+
+    def supports_live_message_queue(self) -> bool:
+        return True
+
+    # --- the session ----------------------------------------------------------------------
+
+    def _load_config(self) -> AgyConfig:
+        if self._config is None:
+            self._config = load_config(env=self._env)
+        return self._config
+
+    def session(self) -> AgySession:
+        if self._session is None:
+            config = self._load_config()
+            executable = resolve_executable(config, self._env)
+            workspace = Path(self._env.get(CWD_ENV) or Path.cwd())
+            settings = SessionSettings(
+                conversation_id=self._conversation_id(),
+                workspace=workspace,
+                command=(str(executable), *config.args),
+                state_base=self._state_base,
+                tmux_socket=self._tmux_socket,
+                keep_agy_running=config.keep_agy_running,
+                ready_timeout=_float_env(self._env, READY_TIMEOUT_ENV, 60.0),
+                preflight=lambda: preflight(config, self._env),
+            )
+            self._session = AgySession(settings, policy=config.permissions, plugin_manager=self._pm)
+        return self._session
+
+    # --- Executor -------------------------------------------------------------------------
+
+    async def run_turn(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system_prompt: str,
+        config: ExecutorConfig | None = None,
+    ) -> AsyncIterator[ExecutorEvent]:
+        session_key = str(messages[-1].get("session_id", "")) if messages else ""
+        events = run_turn_hook(
+            self._pm,
+            self,
+            session_key=session_key,
+            messages=messages,
+            tools=tools,
+            system_prompt=system_prompt,
+            config=config,
+        )
+        async for event in events:
+            if not isinstance(event, ExecutorEvent):
+                raise TypeError(f"an agy_run_turn plugin yielded {type(event).__name__}")
+            yield event
+
+    async def builtin_run_turn(
+        self,
+        *,
+        session_key: str,
+        messages: list[dict[str, object]],
+        tools: list[dict[str, object]],
+        system_prompt: str,
+        config: object,
+    ) -> AsyncIterator[ExecutorEvent]:
+        del session_key, tools, system_prompt  # agy has its own tools and instructions
+        turn_config = config if isinstance(config, ExecutorConfig) else ExecutorConfig()
+        try:
+            session = self.session()
+            message = newest_user_message(messages, attachments_dir=session.attachments_dir)
+            model = turn_config.model or self._env.get(MODEL_ENV) or None
+            effort = turn_config.extra.get("reasoning_effort") or self._env.get(EFFORT_ENV)
+            prompts = OmnigentPrompts(
+                policy_evaluator=self._policy_evaluator,
+                choice_handler=self._elicitation_choice_handler,
+                elicit=self._form_elicitor,
+            )
+            stream = _Stream()
+            async for event in session.run_turn(
+                message.as_prompt(),
+                model=model,
+                effort=str(effort) if effort else None,
+                prompts=prompts,
+            ):
+                translated = self._translate(event, stream)
+                if translated is not None:
+                    yield translated
+        except PreflightError as exc:
+            yield to_executor_error(exc.failure)
+        except Exception as exc:  # every failure reaches the person, with a code
+            _logger.warning("agy turn failed: %s", type(exc).__name__, exc_info=True)
+            yield executor_error_for(exc, secrets=self._secrets())
+
+    def _translate(self, event: object, stream: _Stream) -> ExecutorEvent | None:  # noqa: PLR0911
+        if isinstance(event, ev.TextDelta):
+            piece = stream.text(event)
+            return TextChunk(text=piece) if piece else None
+        if isinstance(event, ev.ReasoningDelta):
+            piece = stream.reasoning(event)
+            return ReasoningChunk(delta=piece, event_type="reasoning_text") if piece else None
+        if isinstance(event, ev.ToolCallStarted):
+            return ToolCallRequest(
+                name=event.name,
+                args=dict(event.arguments),
+                metadata={"call_id": event.call_id, "internally_executed": True},
+            )
+        if isinstance(event, ev.ToolCallFinished):
+            return ToolCallComplete(
+                name=event.name,
+                status=_TOOL_STATUS.get(str(event.outcome), ToolCallStatus.SUCCESS),
+                result=_tool_result(event),
+                error=event.error,
+                metadata={"call_id": event.call_id},
+            )
+        if isinstance(event, ev.SubAgentStarted):
+            title = event.role or event.agent_type or "agy sub-agent"
+            return SubAgentStarted(child_key=event.child_cascade_id, title=title)
+        if isinstance(event, ev.SubAgentFinished):
+            return SubAgentCompleted(child_key=event.child_cascade_id, ok=event.ok)
+        if isinstance(event, TurnResult):
+            return self._finish(event)
+        return None
+
+    def _finish(self, result: TurnResult) -> ExecutorEvent:
+        usage = usage_dict(result.usage)
+        if result.status == "cancelled":
+            return TurnCancelled()
+        if result.status == "failed" and result.error is not None:
+            return ExecutorError(
+                message=result.error.message,
+                retryable=result.error.retryable,
+                usage=usage,
+                preserve_session=True,
+                code="agy_model_error",
+                title="agy's model call failed",
+                remediation=(
+                    "Send the message again; if it keeps failing, pick another model with "
+                    "/model or check agy's status with `omnigent-agy doctor`."
+                ),
+            )
+        return TurnComplete(response=result.text or None, usage=usage)
+
+    def _secrets(self) -> tuple[str, ...]:
+        agy = self._session.agy if self._session is not None else None
+        return (agy.csrf_token,) if agy is not None else ()
+
+    async def interrupt_session(self, session_key: str) -> bool:
+        return await interrupt_session_hook(self._pm, self, session_key)
+
+    async def builtin_interrupt_session(self, session_key: str) -> bool:
+        del session_key
+        if self._session is None:
+            return False
+        return await self._session.interrupt()
+
+    async def enqueue_session_message(self, session_key: str, content: Any) -> bool:
+        del session_key
+        if self._session is None:
+            return False
+        text = content if isinstance(content, str) else _text_of(content)
+        return bool(text) and await self._session.steer(text)
+
+    async def close_session(self, session_key: str) -> None:
+        del session_key
+        await self.close()
+
+    async def close(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+
+def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
+    value = env.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        _logger.warning("ignoring %s=%r: not a number of seconds", name, value)
+        return default
+
+
+def _tool_result(event: ev.ToolCallFinished) -> str:
+    output = event.output or ""
+    if event.truncated:
+        output += "\n[output truncated]"
+    if event.exit_code is not None and event.exit_code != 0:
+        output += f"\n[exit code {event.exit_code}]"
+    return output
+
+
+def _text_of(content: object) -> str:
+    if isinstance(content, list):
+        return "\n".join(
+            block["text"]
+            for block in content
+            if isinstance(block, dict) and isinstance(block.get("text"), str)
+        )
+    return ""

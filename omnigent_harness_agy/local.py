@@ -1,0 +1,189 @@
+"""The harness app served on loopback by uvicorn, talked to as omnigent's runner does.
+
+`HarnessServer` serves one conversation's app (`create_app()`: omnigent's ExecutorAdapter around
+`AgyExecutor`) on 127.0.0.1; `Turn` streams one turn's SSE events (`POST
+/v1/sessions/{id}/events`) on a thread so a caller can read them live and answer a card
+(`approval`) or press Stop (`interrupt`) while the turn still runs. The demo and the tests use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import uvicorn
+from fastapi import FastAPI
+
+ALLOW = "POLICY_ACTION_ALLOW"
+
+
+class TurnEndedError(RuntimeError):
+    """The turn's stream closed before the awaited event."""
+
+
+class HarnessServer:
+    """uvicorn serving one harness app on 127.0.0.1 in a thread (loopback only)."""
+
+    def __init__(
+        self,
+        app: FastAPI,
+        conversation_id: str,
+        *,
+        policy: Callable[[dict[str, Any]], str] = lambda event: ALLOW,
+    ) -> None:
+        """`policy` plays the runner's part for policy evaluations: it gets the
+        `policy_evaluation.requested` event and returns the verdict's action (omnigent answers
+        ALLOW when no policy objects, which is the default here)."""
+        self._policy = policy
+        app.state.conversation_id = conversation_id
+        self.conversation_id = conversation_id
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._serve, name="harness-uvicorn", daemon=True)
+
+    def _serve(self) -> None:
+        asyncio.run(self._server.serve(sockets=[self._sock]))
+
+    def __enter__(self) -> HarnessServer:
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the harness app did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(30)
+        self._sock.close()
+
+    @property
+    def events_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1/sessions/{self.conversation_id}/events"
+
+    def post(self, body: dict[str, Any]) -> httpx.Response:
+        return httpx.post(self.events_url, json=body, timeout=30)
+
+    def answer_policy(self, event: dict[str, Any]) -> None:
+        """Post the verdict for a policy evaluation, as omnigent's runner does."""
+        verdict = {
+            "type": "policy_verdict",
+            "evaluation_id": event.get("evaluation_id"),
+            "action": self._policy(event),
+        }
+        self.post(verdict)
+
+    def turn(self, text: str, **extra: Any) -> Turn:
+        """Start a turn in the background; its SSE events arrive in `Turn.events`."""
+        body = {"type": "message", "role": "user", "content": text, "model": "agy", **extra}
+        turn = Turn(self)
+        turn.start(body)
+        return turn
+
+
+@dataclass
+class Turn:
+    """One streamed turn: the SSE events as they arrive, and waits on them."""
+
+    server: HarnessServer
+    events: list[dict[str, Any]] = field(default_factory=list)
+    _queue: queue.SimpleQueue[dict[str, Any] | None] = field(default_factory=queue.SimpleQueue)
+    _thread: threading.Thread | None = None
+    status_code: int | None = None
+
+    def start(self, body: dict[str, Any]) -> None:
+        self._thread = threading.Thread(target=self._stream, args=(body,), daemon=True)
+        self._thread.start()
+
+    def _stream(self, body: dict[str, Any]) -> None:
+        try:
+            with httpx.stream("POST", self.server.events_url, json=body, timeout=120) as reply:
+                self.status_code = reply.status_code
+                for line in reply.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    try:
+                        event = json.loads(line[5:].strip())
+                    except ValueError:
+                        continue
+                    if event.get("type") == "policy_evaluation.requested":
+                        self.server.answer_policy(event)
+                    self._queue.put(event)
+        finally:
+            self._queue.put(None)
+
+    def next(self, timeout: float) -> dict[str, Any] | None:
+        """The next event within `timeout` seconds; None once the turn's stream has ended.
+
+        Raises TimeoutError when nothing arrives in time."""
+        try:
+            event = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no event within {timeout}s") from None
+        if event is None:
+            self._queue.put(None)  # every later call sees the end too
+            return None
+        self.events.append(event)
+        return event
+
+    def until(
+        self,
+        kind: str,
+        where: Callable[[dict[str, Any]], bool] = lambda e: True,
+        timeout: float = 60,
+    ) -> dict[str, Any]:
+        """The first event of type `kind` (matching `where`).
+
+        Raises TurnEndedError when the turn ends first, TimeoutError after `timeout` seconds."""
+        for seen in self.events:
+            if seen.get("type") == kind and where(seen):
+                return seen
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no {kind} within {timeout}s; saw {self.kinds()}")
+            try:
+                event = self.next(remaining)
+            except TimeoutError:
+                continue  # the deadline check above words the failure
+            if event is None:
+                raise TurnEndedError(f"the turn ended without {kind}; saw {self.kinds()}")
+            if event.get("type") == kind and where(event):
+                return event
+
+    def finish(self, timeout: float = 60) -> list[dict[str, Any]]:
+        """Every event, once the stream has closed (TimeoutError after `timeout` seconds)."""
+        deadline = time.monotonic() + timeout
+        while self.next(max(0.0, deadline - time.monotonic())) is not None:
+            pass
+        return self.events
+
+    def kinds(self) -> list[str]:
+        return [str(e.get("type")) for e in self.events]
+
+    def text(self) -> str:
+        return "".join(
+            str(e.get("delta", ""))
+            for e in self.events
+            if e.get("type") == "response.output_text.delta"
+        )
+
+    def items(self, item_type: str) -> list[dict[str, Any]]:
+        return [
+            e["item"]
+            for e in self.events
+            if e.get("type") == "response.output_item.done" and e["item"].get("type") == item_type
+        ]
