@@ -197,6 +197,8 @@ class CascadeReader:
         self._restored = False
         self._follow = self._new_follow(cascade_id)
         self._known_roots: set[str] | None = None
+        self.rotation_checks = 0
+        """How many times agy's cascades were listed for a `/clear` (diagnostics, tests)."""
         self._mode = "streaming"
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -445,6 +447,7 @@ class CascadeReader:
         except RpcError as exc:
             _logger.debug("listing cascades failed: %s", exc)
             return
+        self.rotation_checks += 1
         roots = {
             cascade_id: _obj(summary)
             for cascade_id, summary in summaries.items()

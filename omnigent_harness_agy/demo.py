@@ -140,8 +140,10 @@ class Printer:
             self._item(event["item"])
         elif kind == "response.elicitation_request":
             self._switch(None)
-            message = event["params"].get("message", "")
-            self.out.write(f"  [card] {message}\n")
+            params = event["params"]
+            self.out.write(f"  [card] {params.get('message', '')}\n")
+            if params.get("content_preview"):
+                self.out.write(f"         {textwrap.shorten(params['content_preview'], 110)}\n")
         elif kind in ("response.completed", "response.cancelled", "response.failed"):
             self._switch(None)
             self._end(kind, event)

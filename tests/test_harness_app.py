@@ -273,16 +273,43 @@ def test_a_respawned_harness_reattaches_without_duplicates(agy_env: dict[str, st
     conversation = f"conv_{uuid.uuid4().hex[:12]}"
     with HarnessServer(create_app(), conversation) as first:
         first.turn("first message").until("response.completed")
-        pid = agy_record(agy_env, conversation).pid
+        record = agy_record(agy_env, conversation)
     with HarnessServer(create_app(), conversation) as second:
         turn = second.turn("second message")
         turn.until("response.completed")
-        assert agy_record(agy_env, conversation).pid == pid, "a second agy was started"
-        # Only the new turn's items: nothing of the first turn is published again.
-        assert "first" not in turn.text().lower() or "second" in turn.text().lower()
+        again = agy_record(agy_env, conversation)
+        assert (again.pid, again.cascade_id) == (record.pid, record.cascade_id), "not re-attached"
         texts = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, conversation)]
         assert texts == ["first message", "second message"]
-        assert len(turn.items("message")) <= 1
+        # Only the new turn is published: its text is exactly agy's answer to the second message.
+        answers = [
+            s["plannerResponse"]["response"]
+            for s in steps_of(agy_env, conversation)
+            if s["type"] == "CORTEX_STEP_TYPE_PLANNER_RESPONSE"
+            and s["plannerResponse"].get("response")
+        ]
+        assert len(answers) == 2
+        assert turn.text() == answers[-1]
+
+
+def test_a_message_sent_during_a_turn_steers_it(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    turn = harness.turn("give me a long answer")
+    turn.until("response.output_text.delta")
+    reply = harness.post(
+        {"type": "message", "role": "user", "content": "and mention tests too", "model": "agy"}
+    )
+    assert reply.status_code < 300, reply.text
+
+    def steered() -> bool:
+        return any(
+            s["userInput"]["userResponse"] == "and mention tests too"
+            for s in user_inputs(agy_env, harness.conversation_id)
+        )
+
+    wait_for(steered, "the steering message to reach agy")
+    turn.until("response.completed", timeout=120)
 
 
 def failed_code(turn: Turn) -> str:

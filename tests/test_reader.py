@@ -21,6 +21,8 @@ from omnigent_agy.cursor import CursorStore
 from omnigent_agy.events import (
     AssistantMessage,
     InteractionRequested,
+    SubAgentFinished,
+    SubAgentStarted,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -432,3 +434,35 @@ def test_client_factory_is_used_for_every_connection(sim: Sim) -> None:
         assert reader.stop()
     assert made == [sim.port]
     del collected
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_a_sub_agent_is_reported_and_never_mistaken_for_a_clear(sim: Sim) -> None:
+    cascade, model = new_cascade(sim)
+    reader, collected = start_reader(sim, cascade)
+    try:
+        send(sim, cascade, "start a sub-agent to survey things", model)
+        collected.until(TurnEnded)
+        checks = reader.rotation_checks
+        # Let the reader look at agy's cascades again now that the child exists.
+        wait_for(lambda: reader.rotation_checks > checks, "another look for a /clear", 10.0)
+        started = collected.of(SubAgentStarted)
+        finished = collected.of(SubAgentFinished)
+        assert len(started) == 1
+        assert started[0].child_cascade_id != cascade
+        assert [f.child_cascade_id for f in finished] == [started[0].child_cascade_id]
+        assert finished[0].ok
+        assert not collected.of(ConversationRotated)
+        assert reader.cascade_id == cascade
+        # agy really made a child cascade, parented to ours.
+        summaries = run(_summaries(sim))
+        child = summaries[started[0].child_cascade_id]
+        assert child["trajectoryMetadata"]["parentConversationId"] == cascade
+    finally:
+        assert reader.stop()
+
+
+async def _summaries(sim: Sim) -> dict[str, Any]:
+    async with sim.client() as client:
+        reply = await client.get_all_cascade_trajectories()
+    return dict(reply["trajectorySummaries"])
