@@ -147,6 +147,15 @@ class _TurnTally:
         return TurnResult("completed", text, ended.usage)
 
 
+INSTRUCTIONS_OPEN: Final = "<instructions>"
+INSTRUCTIONS_CLOSE: Final = "</instructions>"
+
+
+def with_instructions(instructions: str, text: str) -> str:
+    """The first message of a conversation with the agent's prompt in front, delimited."""
+    return f"{INSTRUCTIONS_OPEN}\n{instructions.strip()}\n{INSTRUCTIONS_CLOSE}\n\n{text}"
+
+
 class AgySession:
     """The agy of one conversation, across turns; not thread-safe (one event loop at a time)."""
 
@@ -279,8 +288,13 @@ class AgySession:
         model: str | None,
         effort: str | None,
         prompts: HostPrompts,
+        instructions: str | None = None,
     ) -> AsyncIterator[TurnEvent]:
-        """Send `text` as the newest user message and yield what agy does until it is idle."""
+        """Send `text` as the newest user message and yield what agy does until it is idle.
+
+        `instructions` (the agent's prompt) go in front of the first message of a conversation
+        only: agy keeps its own history, so they stay with it for the turns after.
+        """
         agy = await self.ensure_started()
         resolved = await self.resolve_model(model, effort)
         cascade = agy.cascade_id
@@ -297,6 +311,8 @@ class AgySession:
                 # Steps between omnigent turns (someone typing in agy's TUI) are not part of
                 # this turn; the reader has recorded them, omnigent never asked for them.
                 _logger.info("skipping %d events that arrived between turns", len(stale))
+            if instructions and await self._first_turn(client, cascade):
+                text = with_instructions(instructions, text)
             await client.send_user_cascade_message(cascade, text, plan_model=resolved.enum)
             async for event in self._follow_turn():
                 yield event
@@ -408,6 +424,19 @@ class AgySession:
             self._client = agy.client()
             self._client_loop = loop
         return self._client
+
+    async def _first_turn(self, client: RpcClient, cascade_id: str) -> bool:
+        """Whether the cascade has no user input yet (so the instructions are still owed)."""
+        summaries = (await client.get_all_cascade_trajectories()).get("trajectorySummaries")
+        summary = summaries.get(cascade_id) if isinstance(summaries, dict) else None
+        if not isinstance(summary, dict):
+            return False
+        if summary.get("lastUserInputTime"):
+            return False
+        try:
+            return int(str(summary.get("stepCount") or 0)) == 0
+        except ValueError:
+            return False
 
     async def _cascade_known(self, client: RpcClient, cascade_id: str) -> bool:
         try:

@@ -197,7 +197,7 @@ class AgyExecutor(Executor):
         system_prompt: str,
         config: object,
     ) -> AsyncIterator[ExecutorEvent]:
-        del session_key, tools, system_prompt  # agy has its own tools and instructions
+        del session_key, tools  # agy runs its own tools
         turn_config = config if isinstance(config, ExecutorConfig) else ExecutorConfig()
         try:
             session = self.session()
@@ -215,6 +215,7 @@ class AgyExecutor(Executor):
                 model=model,
                 effort=str(effort) if effort else None,
                 prompts=prompts,
+                instructions=system_prompt or None,
             ):
                 translated = self._translate(event, stream)
                 if translated is not None:

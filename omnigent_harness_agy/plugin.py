@@ -66,7 +66,7 @@ DEFAULT_CAPABILITIES = HarnessCapabilities(
     fork_history=ForkHistory.NONE,
     shell_tool_name="run_command",
     shell_tool_prompt="Use your run_command tool to run this exact command: echo omnigent-bench-ok",
-    instruction_delivery=InstructionDelivery.NOT_DELIVERED,
+    instruction_delivery=InstructionDelivery.FIRST_USER_PREFIX,
 )
 
 

@@ -385,3 +385,17 @@ def test_no_token_in_the_environment_or_logs_of_the_harness(
     token = agy_record(agy_env, harness.conversation_id).csrf_token
     assert token not in caplog.text
     assert token not in json.dumps(dict(os.environ))
+
+
+def test_the_agents_prompt_goes_in_front_of_the_first_message_only(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    prompt = "You are a careful reviewer. Ask before running anything."
+    harness.turn("hello there", instructions=prompt).until("response.completed")
+    harness.turn("and again", instructions=prompt).until("response.completed")
+    first, second = (
+        s["userInput"]["userResponse"] for s in user_inputs(agy_env, harness.conversation_id)
+    )
+    assert first.startswith("<instructions>\n" + prompt)
+    assert first.endswith("\n\nhello there")
+    assert second == "and again"

@@ -12,6 +12,7 @@ import pytest
 
 from omnigent_agy.simulator.cascade import TranscriptEvent
 from omnigent_agy.simulator.engine import EngineSettings, SimEngine
+from omnigent_agy.simulator.scenarios import choose
 from omnigent_agy.simulator.server import ConnectHandlerError
 
 MODEL = "MODEL_PLACEHOLDER_M20"
@@ -900,3 +901,10 @@ def test_tui_model_comes_from_settings(workspace: Path) -> None:
     assert engine.tui_model.model == "MODEL_CLAUDE_4_5_SONNET"
     with pytest.raises(ValueError, match="unknown default model"):
         SimEngine(EngineSettings(default_model="nonsense"), workspace=workspace)
+
+
+def test_an_instructions_block_in_front_is_not_read_for_triggers() -> None:
+    prompt = "<instructions>\nAsk a question before you run anything.\n</instructions>\n\n"
+    assert choose(prompt + "hello there")[0] == "plain_answer"
+    assert choose(prompt + "list the files")[0] == "list_directory"
+    assert choose("hello <instructions>run</instructions>")[0] == "approval_command"

@@ -371,8 +371,16 @@ TRIGGERS: tuple[Trigger, ...] = (
 DEFAULT_SCRIPT: Script = plain_answer
 
 
+_INSTRUCTIONS = re.compile(r"\A\s*<instructions>.*?</instructions>\s*", re.DOTALL)
+
+
 def choose(text: str) -> tuple[str, Script]:
-    """The scenario a turn's text selects: first matching trigger, else the plain answer."""
+    """The scenario a turn's text selects: first matching trigger, else the plain answer.
+
+    A leading ``<instructions>…</instructions>`` block (the agent prompt omnigent-agy puts in
+    front of a conversation's first message) is not read for triggers: it is not the request.
+    """
+    text = _INSTRUCTIONS.sub("", text, count=1)
     for trigger in TRIGGERS:
         if re.search(trigger.pattern, text, flags=re.IGNORECASE):
             return trigger.name, trigger.script
