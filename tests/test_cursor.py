@@ -7,32 +7,12 @@ import stat
 from pathlib import Path
 
 import pytest
+from readerframes import CASCADE, TRAJECTORY, planner
 
 from omnigent_agy.cursor import CursorStore
 from omnigent_agy.events import AssistantMessage, TextDelta, ToolCallStarted
 from omnigent_agy.indexset import IndexSet
 from omnigent_agy.mapper import MapperState, map_step
-
-CASCADE = "c0ffee00-0000-4000-8000-000000000001"
-TRAJECTORY = "7a7a7a7a-0000-4000-8000-000000000002"
-
-
-def planner(index: int, status: str, text: str) -> dict[str, object]:
-    payload: dict[str, object] = {"modifiedResponse": text}
-    if status == "CORTEX_STEP_STATUS_DONE":
-        payload["response"] = text
-    return {
-        "type": "CORTEX_STEP_TYPE_PLANNER_RESPONSE",
-        "status": status,
-        "metadata": {
-            "sourceTrajectoryStepInfo": {
-                "trajectoryId": TRAJECTORY,
-                "stepIndex": index,
-                "cascadeId": CASCADE,
-            }
-        },
-        "plannerResponse": payload,
-    }
 
 
 def running_command(index: int) -> dict[str, object]:
@@ -94,7 +74,11 @@ def test_the_size_of_a_cursor_does_not_grow_with_the_conversation(tmp_path: Path
     for steps in (10, 10_000):
         state = MapperState(cascade_id=CASCADE)
         for index in range(steps):
-            map_step(state, planner(index, "CORTEX_STEP_STATUS_DONE", "hi"), absolute_index=index)
+            map_step(
+                state,
+                planner(index, status="CORTEX_STEP_STATUS_DONE", text="hi"),
+                absolute_index=index,
+            )
         store.save(state)
         sizes.append(store.path_for(CASCADE).stat().st_size)
     assert sizes[1] - sizes[0] < 10, sizes  # only the watermark's digits differ
@@ -103,9 +87,15 @@ def test_the_size_of_a_cursor_does_not_grow_with_the_conversation(tmp_path: Path
 def test_a_restored_state_publishes_only_what_is_new(tmp_path: Path) -> None:
     store = CursorStore(tmp_path / "state")
     first = MapperState(cascade_id=CASCADE)
-    map_step(first, planner(0, "CORTEX_STEP_STATUS_DONE", "first answer"), absolute_index=0)
+    map_step(
+        first, planner(0, status="CORTEX_STEP_STATUS_DONE", text="first answer"), absolute_index=0
+    )
     map_step(first, running_command(1), absolute_index=1)
-    map_step(first, planner(2, "CORTEX_STEP_STATUS_GENERATING", "hello wor"), absolute_index=2)
+    map_step(
+        first,
+        planner(2, status="CORTEX_STEP_STATUS_GENERATING", text="hello wor"),
+        absolute_index=2,
+    )
     store.save(first, {"turn": {"note": 1}})
     mode = stat.S_IMODE(store.path_for(CASCADE).stat().st_mode)
     assert mode == 0o600
@@ -114,14 +104,18 @@ def test_a_restored_state_publishes_only_what_is_new(tmp_path: Path) -> None:
     second = MapperState(cascade_id=CASCADE)
     assert store.load_into(second) == {"turn": {"note": 1}}
     assert (
-        map_step(second, planner(0, "CORTEX_STEP_STATUS_DONE", "first answer"), absolute_index=0)
+        map_step(
+            second,
+            planner(0, status="CORTEX_STEP_STATUS_DONE", text="first answer"),
+            absolute_index=0,
+        )
         == []
     )
     # The running command was already announced: no second ToolCallStarted.
     events = map_step(second, running_command(1), absolute_index=1)
     assert not [e for e in events if isinstance(e, ToolCallStarted)]
     events = map_step(
-        second, planner(2, "CORTEX_STEP_STATUS_DONE", "hello world"), absolute_index=2
+        second, planner(2, status="CORTEX_STEP_STATUS_DONE", text="hello world"), absolute_index=2
     )
     deltas = [e for e in events if isinstance(e, TextDelta)]
     assert [(d.offset, d.text) for d in deltas] == [(9, "ld")]
