@@ -186,6 +186,47 @@ def _add_demo(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(handler=_demo)
 
 
+def _ps(args: argparse.Namespace) -> int:
+    from omnigent_agy import running  # noqa: PLC0415 - as for doctor: psutil, libtmux
+
+    found = running.list_running()
+    if not found:
+        print("no agy is running for omnigent-agy")
+        return 0
+    moment = running.now()
+    for agy in found:
+        print(agy.describe(moment))
+    return 0
+
+
+def _add_ps(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser("ps", help="list the agys kept running for conversations")
+    parser.set_defaults(handler=_ps)
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from omnigent_agy import running  # noqa: PLC0415 - as for doctor: psutil, libtmux
+
+    found = running.list_running()
+    chosen = found if args.all else [agy for agy in found if agy.key in set(args.conversation)]
+    unknown = set(args.conversation) - {agy.key for agy in found}
+    for key in sorted(unknown):
+        print(f"omnigent-agy: no agy record for {key!r} (see `omnigent-agy ps`)", file=sys.stderr)
+    for agy in chosen:
+        running.stop_running(agy)
+        print(f"stopped {agy.key}" if agy.alive else f"forgot stale {agy.key}")
+    return EXIT_FAILED if unknown else 0
+
+
+def _add_stop(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser(
+        "stop", help="stop the agy of a conversation (or --all); the next turn starts a new one"
+    )
+    parser.add_argument("conversation", nargs="*", help="keys as `omnigent-agy ps` prints them")
+    parser.add_argument("--all", action="store_true", help="stop every agy")
+    parser.set_defaults(handler=_stop)
+
+
 COMMANDS: tuple[Callable[[argparse._SubParsersAction[Any]], None], ...] = (
     _add_enable,
     _add_disable,
@@ -193,6 +234,8 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction[Any]], None], ...] = (
     _add_agent_path,
     _add_doctor,
     _add_demo,
+    _add_ps,
+    _add_stop,
 )
 
 

@@ -219,7 +219,7 @@ class AgySession:
                 self._terminals, spec, conversation_id=self.settings.conversation_id
             )
         self._agy = agy
-        client = self._rpc()
+        client = await self._rpc()
         fresh_cascade = False
         if agy.cascade_id is None or not await self._cascade_known(client, agy.cascade_id):
             cascade = await client.start_cascade()
@@ -271,7 +271,7 @@ class AgySession:
     async def catalog(self) -> ModelCatalog:
         """agy's models (GetAvailableModels, once per session; never hard-coded, §7)."""
         if self._catalog is None:
-            payload = await self._rpc().get_available_models()
+            payload = await (await self._rpc()).get_available_models()
             aliases = model_aliases(self._pm) if self._pm is not None else {}
             self._catalog = ModelCatalog.from_response(payload, aliases=aliases)
         return self._catalog
@@ -299,9 +299,9 @@ class AgySession:
         resolved = await self.resolve_model(model, effort)
         cascade = agy.cascade_id
         assert cascade is not None
-        client = self._rpc()
+        client = await self._rpc()
         self._prompts, self._turn_model = prompts, resolved.enum
-        self._bridge = self._new_bridge(cascade)
+        self._bridge = await self._new_bridge(cascade)
         self._interrupted = False
         self._turn_running = True
         self._sink.bind()
@@ -336,7 +336,7 @@ class AgySession:
                     return
                 continue  # the end of an earlier turn, published before ours began
             if isinstance(event, ConversationRotated):
-                self._on_rotation(event)
+                await self._on_rotation(event)
             elif isinstance(event, InteractionRequested):
                 self._start_interaction(event)
             else:
@@ -392,7 +392,7 @@ class AgySession:
         if self._bridge is not None:
             await self._bridge.deny_pending()
         try:
-            await self._rpc().cancel_cascade_steps(agy.cascade_id)
+            await (await self._rpc()).cancel_cascade_steps(agy.cascade_id)
         except RpcError as exc:
             _logger.warning("cancelling agy's turn failed: %s", exc)
             return False
@@ -405,7 +405,7 @@ class AgySession:
             return False
         model = self._turn_model or (await self.resolve_model(None, None)).enum
         try:
-            await self._rpc().send_user_cascade_message(
+            await (await self._rpc()).send_user_cascade_message(
                 agy.cascade_id, text, plan_model=model, delivery_strategy=STEERING
             )
         except RpcError as exc:
@@ -415,14 +415,20 @@ class AgySession:
 
     # --- helpers --------------------------------------------------------------------------
 
-    def _rpc(self) -> RpcClient:
-        """The session's client, owned by the running loop (re-made if the loop changed)."""
+    async def _rpc(self) -> RpcClient:
+        """The session's client, owned by the running loop; re-made when the loop or agy's
+        port changed (the old one is closed when it belongs to this loop; a client of a loop
+        that is gone went with it)."""
         loop = asyncio.get_running_loop()
         agy = self._agy
         assert agy is not None
-        if self._client is None or self._client_loop is not loop or self._client.port != agy.port:
-            self._client = agy.client()
-            self._client_loop = loop
+        client = self._client
+        if client is not None and self._client_loop is loop and client.port == agy.port:
+            return client
+        if client is not None and self._client_loop is loop:
+            await client.aclose()
+        self._client = agy.client()
+        self._client_loop = loop
         return self._client
 
     async def _first_turn(self, client: RpcClient, cascade_id: str) -> bool:
@@ -454,17 +460,17 @@ class AgySession:
         agy.port = port
         return port
 
-    def _on_rotation(self, event: ConversationRotated) -> None:
+    async def _on_rotation(self, event: ConversationRotated) -> None:
         agy = self._agy
         if agy is not None:
             agy.bind_cascade(event.new_cascade_id)
         if self._bridge is not None:
-            self._bridge = self._new_bridge(event.new_cascade_id)
+            self._bridge = await self._new_bridge(event.new_cascade_id)
 
-    def _new_bridge(self, cascade_id: str) -> InteractionBridge:
+    async def _new_bridge(self, cascade_id: str) -> InteractionBridge:
         assert self._prompts is not None
         return InteractionBridge(
-            client=self._rpc(),
+            client=await self._rpc(),
             cascade_id=cascade_id,
             prompts=self._prompts,
             policy=self._policy,

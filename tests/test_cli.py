@@ -134,7 +134,8 @@ def test_every_command_is_one_function() -> None:
         if action.dest == "command"
     )
     assert isinstance(choices, dict)
-    assert set(choices) == {"enable", "disable", "config", "agent-path", "doctor", "demo"}
+    expected = {"enable", "disable", "config", "agent-path", "doctor", "demo", "ps", "stop"}
+    assert set(choices) == expected
     assert len(cli.COMMANDS) == len(choices)
 
 

@@ -11,12 +11,14 @@ import asyncio
 import json
 import os
 import stat
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from omnigent.community.harness.agy.app import create_app
 from omnigent.community.harness.agy.local import HarnessServer, Turn
@@ -399,3 +401,40 @@ def test_the_agents_prompt_goes_in_front_of_the_first_message_only(
     assert first.startswith("<instructions>\n" + prompt)
     assert first.endswith("\n\nhello there")
     assert second == "and again"
+
+
+def test_ps_lists_the_kept_agy_and_stop_ends_it(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    harness.turn("hello").until("response.completed")
+    record = agy_record(agy_env, harness.conversation_id)
+    env = {**os.environ, **agy_env}
+    cli = str(Path(sys.executable).with_name("omnigent-agy"))
+    listed = subprocess.run([cli, "ps"], env=env, capture_output=True, text=True, check=True)
+    assert harness.conversation_id in listed.stdout
+    assert f"pid {record.pid}" in listed.stdout
+    assert record.csrf_token not in listed.stdout
+
+    stopped = subprocess.run(
+        [cli, "stop", harness.conversation_id], env=env, capture_output=True, text=True, check=True
+    )
+    assert f"stopped {harness.conversation_id}" in stopped.stdout
+    assert not psutil.pid_exists(record.pid) or psutil.Process(record.pid).status() == "zombie"
+    assert agy_record(agy_env, harness.conversation_id) is None
+
+    # The next turn starts a fresh agy for the conversation.
+    harness.turn("hello again").until("response.completed")
+    assert agy_record(agy_env, harness.conversation_id).pid != record.pid
+
+
+def test_stop_names_an_unknown_conversation(agy_env: dict[str, str]) -> None:
+    cli = str(Path(sys.executable).with_name("omnigent-agy"))
+    result = subprocess.run(
+        [cli, "stop", "conv_nobody"],
+        env={**os.environ, **agy_env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "no agy record for 'conv_nobody'" in result.stderr
