@@ -37,6 +37,7 @@ from omnigent_agy.events import (
     Event,
     InteractionRequested,
     TurnBoundary,
+    UsageReported,
 )
 from omnigent_agy.failures import Failure
 from omnigent_agy.hooks import model_aliases
@@ -107,6 +108,11 @@ class TurnResult:
     text: str
     usage: ModelUsage | None
     error: ErrorReported | None = None
+    last_call: ModelUsage | None = None
+    """The turn's largest model call (prompt + cache): how full the context window got.
+
+    Not simply the last call: agy ends turns with small bookkeeping calls of another model
+    (CHECKPOINT steps) whose prompt says nothing about the conversation's window."""
 
 
 type TurnEvent = Event | TurnResult | ConversationRotated
@@ -127,9 +133,13 @@ class _TurnTally:
     texts: list[str] = field(default_factory=list)
     last_error: ErrorReported | None = None
     text_after_error: bool = False
+    last_call: ModelUsage | None = None
 
     def note(self, event: Event) -> None:
-        if isinstance(event, TurnBoundary):
+        if isinstance(event, UsageReported):
+            if self.last_call is None or _prompt(event.usage) >= _prompt(self.last_call):
+                self.last_call = event.usage
+        elif isinstance(event, TurnBoundary):
             self.boundary_seen = True
         elif isinstance(event, AssistantMessage):
             self.texts.append(event.text)
@@ -140,11 +150,15 @@ class _TurnTally:
     def result(self, ended: TurnEnded, *, interrupted: bool) -> TurnResult:
         text = "\n\n".join(self.texts)
         if interrupted:
-            return TurnResult("cancelled", text, ended.usage)
+            return TurnResult("cancelled", text, ended.usage, last_call=self.last_call)
         if self.last_error is not None and not self.text_after_error:
             # agy gave up on an error it did not recover from: the turn failed.
-            return TurnResult("failed", text, ended.usage, self.last_error)
-        return TurnResult("completed", text, ended.usage)
+            return TurnResult("failed", text, ended.usage, self.last_error, self.last_call)
+        return TurnResult("completed", text, ended.usage, last_call=self.last_call)
+
+
+def _prompt(usage: ModelUsage) -> int:
+    return usage.input_tokens + usage.cache_read_tokens
 
 
 INSTRUCTIONS_OPEN: Final = "<instructions>"
@@ -193,6 +207,13 @@ class AgySession:
     @property
     def agy(self) -> AgyProcess | None:
         return self._agy
+
+    @property
+    def turn_model_name(self) -> str | None:
+        """The display name of the model of the latest turn (e.g. "Gemini 3 Pro (High)")."""
+        if self._turn_model is None or self._catalog is None:
+            return None
+        return self._catalog.display_name(self._turn_model)
 
     @property
     def attachments_dir(self) -> Path:

@@ -37,7 +37,6 @@ from omnigent_agy.doctor import preflight
 from omnigent_agy.hooks import get_plugin_manager, interrupt_session_hook, run_turn_hook
 from omnigent_agy.messages import newest_user_message
 from omnigent_agy.session import AgySession, PreflightError, SessionSettings, TurnResult
-from omnigent_agy.steps import ModelUsage
 
 from .failures import executor_error_for, to_executor_error
 from .prompts import OmnigentPrompts
@@ -58,16 +57,28 @@ _TOOL_STATUS = {
 }
 
 
-def usage_dict(usage: ModelUsage | None) -> dict[str, int] | None:
-    """agy's summed `modelUsage` in omnigent's usage keys."""
+def usage_dict(result: TurnResult, model: str | None = None) -> dict[str, Any] | None:
+    """agy's summed `modelUsage` in omnigent's usage keys.
+
+    `context_tokens` (how full the context window is, for the web's context ring) is the
+    prompt of the turn's last model call, cached part included; `model` names agy's model.
+    """
+    usage = result.usage
     if usage is None:
         return None
-    return {
+    reported: dict[str, Any] = {
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "total_tokens": usage.input_tokens + usage.output_tokens,
         "cache_read_input_tokens": usage.cache_read_tokens,
     }
+    if result.last_call is not None:
+        reported["context_tokens"] = (
+            result.last_call.input_tokens + result.last_call.cache_read_tokens
+        )
+    if model:
+        reported["model"] = model
+    return reported
 
 
 class _Stream:
@@ -257,7 +268,8 @@ class AgyExecutor(Executor):
         return None
 
     def _finish(self, result: TurnResult) -> ExecutorEvent:
-        usage = usage_dict(result.usage)
+        session = self._session
+        usage = usage_dict(result, session.turn_model_name if session is not None else None)
         if result.status == "cancelled":
             return TurnCancelled()
         if result.status == "failed" and result.error is not None:

@@ -116,7 +116,9 @@ def answer_card(server: HarnessServer, request: dict[str, Any], prefer: str) -> 
     assert reply.status_code < 300, reply.text
 
 
-def test_a_turn_streams_deltas_and_ends_with_usage(harness: HarnessServer) -> None:
+def test_a_turn_streams_deltas_and_ends_with_usage(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
     turn = harness.turn("Say hello in one short sentence.")
     completed = turn.until("response.completed")
     deltas = [e for e in turn.events if e["type"] == "response.output_text.delta"]
@@ -125,6 +127,21 @@ def test_a_turn_streams_deltas_and_ends_with_usage(harness: HarnessServer) -> No
     usage = completed["response"].get("usage") or {}
     assert usage.get("output_tokens", 0) > 0
     assert usage.get("input_tokens", 0) > 0
+    # How full the context window is (the last model call's prompt) and which model it was.
+    assert (
+        0
+        < usage.get("context_tokens", 0)
+        <= usage["input_tokens"] + usage.get("cache_read_input_tokens", 0)
+    )
+    assert usage.get("model")
+    calls = [
+        s["metadata"]["modelUsage"]
+        for s in steps_of(agy_env, harness.conversation_id)
+        if "modelUsage" in s.get("metadata", {})
+    ]
+    prompts = [int(c.get("inputTokens", 0)) + int(c.get("cacheReadTokens", 0)) for c in calls]
+    assert usage["context_tokens"] == max(prompts)
+    assert usage["input_tokens"] == sum(int(c.get("inputTokens", 0)) for c in calls)
 
 
 def test_tool_calls_and_their_output_appear_as_items(
