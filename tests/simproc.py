@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import shlex
 import signal
@@ -185,15 +186,20 @@ class SimLauncher:
 
 @contextlib.contextmanager
 def sim_launcher(root: Path, prefix: str = "agy-sim-test") -> Iterator[SimLauncher]:
-    """A launcher on a fresh tmux socket; every sim and the tmux server are stopped after."""
-    tmux = libtmux.Server(socket_name=f"{prefix}-{uuid.uuid4().hex[:12]}")
+    """A tmux server on a socket of its own; its processes, server and socket go at the end."""
+    name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+    tmux = libtmux.Server(socket_name=name)
     launcher = SimLauncher(tmux, root)
     try:
         yield launcher
     finally:
-        launcher.stop_all()
-        with contextlib.suppress(Exception):
-            tmux.kill()
+        try:
+            launcher.stop_all()
+        finally:
+            with contextlib.suppress(Exception):
+                tmux.kill()
+            tmp = Path(os.environ.get("TMUX_TMPDIR", "/tmp"))
+            (tmp / f"tmux-{os.getuid()}" / name).unlink(missing_ok=True)
 
 
 async def plan_model(client: RpcClient) -> str:

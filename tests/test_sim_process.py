@@ -17,13 +17,11 @@ import os
 import re
 import signal
 import subprocess
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import libtmux
 import psutil
 import pytest
 from simproc import (
@@ -33,6 +31,7 @@ from simproc import (
     Sim,
     SimLauncher,
     plan_model,
+    sim_launcher,
     wait_exited,
     wait_for,
 )
@@ -384,34 +383,16 @@ def test_resolve_tui_model_rejects(model: str, effort: str | None) -> None:
 # of a private tmux server.
 
 
-@contextlib.contextmanager
-def private_tmux(root: Path) -> Iterator[SimLauncher]:
-    """A tmux server on a socket of its own; its processes, server and socket go at the end."""
-    name = f"agy-sim-test-{uuid.uuid4().hex[:12]}"
-    tmux = libtmux.Server(socket_name=name)
-    launcher = SimLauncher(tmux, root)
-    try:
-        yield launcher
-    finally:
-        try:
-            launcher.stop_all()
-        finally:
-            with contextlib.suppress(Exception):
-                tmux.kill()
-            tmp = Path(os.environ.get("TMUX_TMPDIR", "/tmp"))
-            (tmp / f"tmux-{os.getuid()}" / name).unlink(missing_ok=True)
-
-
 @pytest.fixture
 def sims(tmp_path: Path) -> Iterator[SimLauncher]:
-    with private_tmux(tmp_path) as launcher:
+    with sim_launcher(tmp_path) as launcher:
         yield launcher
 
 
 @pytest.fixture(scope="module")
 def shared_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
     """One ready agy-sim for the tests that only talk to it; faults reset per test."""
-    with private_tmux(tmp_path_factory.mktemp("shared-sim")) as launcher:
+    with sim_launcher(tmp_path_factory.mktemp("shared-sim")) as launcher:
         yield launcher.launch(*FAST, "--sim-debug-rpc")
 
 
