@@ -106,18 +106,21 @@ class AgyProcess:
     terminal: AgyTerminal
     state_dir: SessionStateDir
     cascade_id: str | None = None
+    follows_tui: bool = False
 
     def client(self, *, timeout: float = 10.0) -> RpcClient:
         """A new RpcClient for this agy (one per event loop, DESIGN-NOTES §10)."""
         return RpcClient(port=self.port, csrf_token=self.csrf_token, timeout=timeout)
 
-    def bind_cascade(self, cascade_id: str) -> None:
-        """Persist the conversation's cascade id with the record (DESIGN-NOTES §4)."""
+    def bind_cascade(self, cascade_id: str, *, follows_tui: bool = False) -> None:
+        """Persist the conversation's cascade id with the record (DESIGN-NOTES §4);
+        `follows_tui`: it is the cascade agy's TUI shows (a `/clear` there moves it)."""
         record = self.state_dir.read_record()
         if record is None or record.pid != self.pid:
             raise LaunchError(f"the agy record in {self.state_dir.path} is not this agy's")
-        self.state_dir.write_record(record.with_cascade(cascade_id))
+        self.state_dir.write_record(record.with_cascade(cascade_id, follows_tui=follows_tui))
         self.cascade_id = cascade_id
+        self.follows_tui = follows_tui
 
     async def stop(self, *, timeout: float = 5.0) -> None:
         """Stop agy and its tmux session, and forget the record."""
@@ -358,7 +361,14 @@ async def reattach(
         state_dir.write_record(replace(record, port=port))
     logger.info("re-attached to agy pid %s on port %s", pid, port)
     return AgyProcess(
-        pid, port, record.csrf_token, Path(record.log_file), terminal, state_dir, record.cascade_id
+        pid,
+        port,
+        record.csrf_token,
+        Path(record.log_file),
+        terminal,
+        state_dir,
+        record.cascade_id,
+        record.follows_tui,
     )
 
 

@@ -28,6 +28,7 @@ Everything is published to an `EventSink`; `stop()` is prompt and leaves no thre
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import logging
@@ -179,11 +180,14 @@ class CascadeReader:
         settings: ReaderSettings | None = None,
         model_names: Mapping[str, str] | None = None,
         skip_existing: bool = False,
+        follow_clear: bool = True,
         resolve_port: PortResolver | None = None,
         client_factory: ClientFactory = _default_client,
     ) -> None:
         """`skip_existing`: without a cursor, count the steps already there as published
         (binding to a conversation whose history omnigent already shows).
+        `follow_clear`: the cascade is the one agy's TUI shows, so a new root cascade (a
+        `/clear` typed there) is followed; a cascade started over RPC never moves.
         `resolve_port`: called when agy stops answering, to find it again on a new port."""
         self._port = port
         self._token = csrf_token
@@ -192,6 +196,7 @@ class CascadeReader:
         self._settings = settings or ReaderSettings()
         self._model_names = dict(model_names or {})
         self._skip_existing = skip_existing
+        self._follow_clear = follow_clear
         self._resolve_port = resolve_port
         self._client_factory = client_factory
         self._restored = False
@@ -204,6 +209,7 @@ class CascadeReader:
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
+        self._client: RpcClient | None = None
         self._thread = threading.Thread(
             target=self._thread_main, name=f"agy-reader-{cascade_id[:8]}", daemon=True
         )
@@ -220,6 +226,20 @@ class CascadeReader:
 
     def is_alive(self) -> bool:
         return self._thread.is_alive()
+
+    def check_clear_now(self) -> concurrent.futures.Future[None]:
+        """Look for a `/clear` now, on the reader's own loop and connection (from any thread).
+
+        A turn about to be sent asks this first: the reader notices a `/clear` on its own only
+        when its stream falls silent, and a message must not go to the cascade left behind.
+        Afterwards `cascade_id` names the cascade to talk to.
+        """
+        loop, client = self._loop, self._client
+        if loop is None or client is None or loop.is_closed() or not self._follow_clear:
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        return asyncio.run_coroutine_threadsafe(self._check_rotation(client), loop)
 
     def wait_ready(self, timeout: float) -> bool:
         """Until the reader has caught up with what agy had when it started (its first frame
@@ -260,7 +280,7 @@ class CascadeReader:
             loop.close()
 
     async def _run(self) -> None:
-        client = self._client_factory(self._port, self._token)
+        client = self._client = self._client_factory(self._port, self._token)
         backoff = self._settings.reconnect_initial
         failures = 0
         try:
@@ -278,6 +298,7 @@ class CascadeReader:
                     failures += 1
                     self._set_mode("polling", f"{exc.code}: {exc.message}")
                     client, failures = await self._maybe_new_port(client, failures)
+                    self._client = client
                     await self._poll_for(client, backoff)
                     backoff = min(backoff * 2, self._settings.reconnect_max)
         except CsrfError as exc:
@@ -438,6 +459,8 @@ class CascadeReader:
 
     async def _check_rotation(self, client: RpcClient) -> None:
         """Follow a new root cascade if agy started one (`/clear`, WIRE.md §7)."""
+        if not self._follow_clear:
+            return
         try:
             summaries = _obj(
                 (await client.get_all_cascade_trajectories()).get("trajectorySummaries")

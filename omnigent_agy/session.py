@@ -233,6 +233,7 @@ class AgySession:
             ready_timeout=self.settings.ready_timeout,
         )
         agy = await reattach(self._terminals, self._state)
+        launched = agy is None
         if agy is None:
             # Only a launch needs the checks: a running agy already passed them.
             await self._preflight()
@@ -243,8 +244,14 @@ class AgySession:
         client = await self._rpc()
         fresh_cascade = False
         if agy.cascade_id is None or not await self._cascade_known(client, agy.cascade_id):
-            cascade = await client.start_cascade()
-            agy.bind_cascade(cascade)
+            tui = await self._tui_cascade(client) if launched else None
+            if tui is not None:
+                # The conversation agy's TUI shows: a person attached to the tmux session
+                # watches this very conversation (DESIGN-NOTES §2).
+                agy.bind_cascade(tui, follows_tui=True)
+            else:
+                # A cascade started over RPC is not the one the TUI shows (WIRE.md §3).
+                agy.bind_cascade(await client.start_cascade())
             fresh_cascade = True
         assert agy.cascade_id is not None
         self._reader = CascadeReader(
@@ -257,6 +264,7 @@ class AgySession:
             model_names={e.enum: e.display_name for e in (await self.catalog()).entries},
             # A cascade we bound before but whose cursor is gone: its history is on screen.
             skip_existing=not fresh_cascade,
+            follow_clear=agy.follows_tui,
             resolve_port=self._rediscover,
         )
         self._reader.start()
@@ -318,6 +326,7 @@ class AgySession:
         """
         agy = await self.ensure_started()
         resolved = await self.resolve_model(model, effort)
+        await self._follow_clear()
         cascade = agy.cascade_id
         assert cascade is not None
         client = await self._rpc()
@@ -465,6 +474,37 @@ class AgySession:
         except ValueError:
             return False
 
+    async def _follow_clear(self) -> None:
+        """If a person typed `/clear` in agy's TUI since the last turn, talk to the new
+        conversation (the reader re-binds; the record follows)."""
+        reader, agy = self._reader, self._agy
+        if reader is None or agy is None or not agy.follows_tui:
+            return
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(reader.check_clear_now()), 10.0)
+        except (TimeoutError, RpcError) as exc:
+            _logger.info("could not check agy's conversations for a /clear: %s", exc)
+            return
+        if reader.cascade_id != agy.cascade_id:
+            _logger.info("following agy's TUI to its new conversation after /clear")
+            agy.bind_cascade(reader.cascade_id, follows_tui=True)
+
+    async def _tui_cascade(self, client: RpcClient) -> str | None:
+        """The empty conversation a freshly started agy's TUI opened, when there is exactly
+        one root cascade and nobody has typed into it yet; else None."""
+        summaries = (await client.get_all_cascade_trajectories()).get("trajectorySummaries")
+        if not isinstance(summaries, dict):
+            return None
+        roots: list[str] = [
+            str(cascade_id)
+            for cascade_id, summary in summaries.items()
+            if isinstance(summary, dict)
+            and not (summary.get("trajectoryMetadata") or {}).get("parentConversationId")
+        ]
+        if len(roots) != 1 or not await self._first_turn(client, roots[0]):
+            return None
+        return roots[0]
+
     async def _cascade_known(self, client: RpcClient, cascade_id: str) -> bool:
         try:
             await client.get_conversation_metadata(cascade_id)
@@ -484,7 +524,7 @@ class AgySession:
     async def _on_rotation(self, event: ConversationRotated) -> None:
         agy = self._agy
         if agy is not None:
-            agy.bind_cascade(event.new_cascade_id)
+            agy.bind_cascade(event.new_cascade_id, follows_tui=True)
         if self._bridge is not None:
             self._bridge = await self._new_bridge(event.new_cascade_id)
 

@@ -107,6 +107,8 @@ class AgyRecord:
     tmux_session: str
     log_file: str
     cascade_id: str | None = None
+    follows_tui: bool = False
+    """The bound cascade is the one agy's TUI shows, so a `/clear` typed there moves it."""
 
     def to_json(self) -> str:
         """The record as the JSON stored on disk."""
@@ -128,13 +130,14 @@ class AgyRecord:
                 tmux_session=_typed(data, "tmux_session", str),
                 log_file=_typed(data, "log_file", str),
                 cascade_id=_optional(data, "cascade_id", str),
+                follows_tui=data.get("follows_tui") is True,
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed agy record: {exc}") from exc
 
-    def with_cascade(self, cascade_id: str) -> AgyRecord:
+    def with_cascade(self, cascade_id: str, *, follows_tui: bool = False) -> AgyRecord:
         """The same record bound to ``cascade_id`` (DESIGN-NOTES §4: bound once, persisted)."""
-        return replace(self, cascade_id=cascade_id)
+        return replace(self, cascade_id=cascade_id, follows_tui=follows_tui)
 
 
 def _typed(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:

@@ -455,3 +455,38 @@ def test_stop_names_an_unknown_conversation(agy_env: dict[str, str]) -> None:
     )
     assert result.returncode == 1
     assert "no agy record for 'conv_nobody'" in result.stderr
+
+
+def agy_terminal(env: dict[str, str], conversation_id: str) -> Any:
+    record = agy_record(env, conversation_id)
+    terminal = TerminalHost(socket_name=record.tmux_socket).find(record.tmux_session)
+    assert terminal is not None
+    return terminal
+
+
+def test_the_conversation_is_the_one_agys_own_tui_shows(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    harness.turn("hello from the web").until("response.completed")
+    assert agy_record(agy_env, harness.conversation_id).follows_tui
+    terminal = agy_terminal(agy_env, harness.conversation_id)
+    # A person attached to agy's tmux session sees this very conversation (no "{id}" prefix,
+    # which agy-sim puts on conversations its TUI does not own).
+    wait_for(lambda: "> hello from the web" in "\n".join(terminal.capture()), "the TUI to show it")
+    assert "} > hello from the web" not in "\n".join(terminal.capture())
+
+
+def test_clear_typed_in_agys_tui_moves_the_conversation(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    harness.turn("before the clear").until("response.completed")
+    before = agy_record(agy_env, harness.conversation_id).cascade_id
+    terminal = agy_terminal(agy_env, harness.conversation_id)
+    terminal.send_text("/clear")
+    wait_for(lambda: "[cleared]" in "\n".join(terminal.capture()), "agy's TUI to clear")
+    # The very next turn goes to the new conversation, without waiting for the stream to stall.
+    harness.turn("after the clear").until("response.completed")
+    after = agy_record(agy_env, harness.conversation_id).cascade_id
+    assert after != before
+    texts = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, harness.conversation_id)]
+    assert texts == ["after the clear"]
