@@ -16,7 +16,7 @@ connection tells the server at once. (With an injected ``transport`` streams sha
 
 Failures surface as :class:`~omnigent_agy.errors.RpcError` (see its module for the tree);
 httpx/h2/ssl errors are translated in one place, :func:`_translate_errors`. Only the
-idempotent reads are retried, on transient codes, with jittered backoff (tenacity).
+idempotent reads are retried, on transient codes, with jittered backoff (`retry`).
 """
 
 from __future__ import annotations
@@ -28,19 +28,10 @@ import json
 import logging
 import ssl
 from collections.abc import AsyncGenerator, Awaitable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 import h2.exceptions
 import httpx
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    stop_before_delay,
-    wait_exponential_jitter,
-)
 
 from omnigent_agy.errors import (
     AgyError,
@@ -52,6 +43,13 @@ from omnigent_agy.errors import (
     StreamStalled,
     code_from_http_status,
 )
+from omnigent_agy.retry import (
+    DEFAULT_RETRY,
+    IDEMPOTENT_METHODS,
+    TRANSIENT_CODES,
+    RetryPolicy,
+    is_transient,
+)
 from omnigent_agy.wire import (
     DEFAULT_MAX_FRAME_BYTES,
     EndStream,
@@ -60,7 +58,15 @@ from omnigent_agy.wire import (
     error_from_json,
 )
 
-__all__ = ["DEFAULT_RETRY", "SERVICE", "RetryPolicy", "RpcClient"]
+__all__ = [
+    "DEFAULT_RETRY",
+    "IDEMPOTENT_METHODS",
+    "SERVICE",
+    "TRANSIENT_CODES",
+    "RetryPolicy",
+    "RpcClient",
+    "is_transient",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -68,78 +74,6 @@ SERVICE: Final = "exa.language_server_pb.LanguageServerService"
 CSRF_HEADER: Final = "x-codeium-csrf-token"
 _JSON: Final = "application/json"
 _CONNECT_JSON: Final = "application/connect+json"
-
-# Codes worth another try of an idempotent read: the server was briefly unreachable or
-# overloaded (UNAVAILABLE, which also covers 429/502/503/504 and transport failures) or
-# slow (DEADLINE_EXCEEDED). RESOURCE_EXHAUSTED is left out: from agy it means a model
-# quota, which seconds of backoff do not restore. CSRF and protocol errors never heal.
-TRANSIENT_CODES: Final = frozenset({Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED})
-
-# Methods safe to repeat (they only read). SendUserCascadeMessage and
-# HandleCascadeUserInteraction must never be repeated blindly: a retry after a lost
-# answer could post a turn twice or answer a fresh gate that agy re-opened (WIRE.md §6).
-IDEMPOTENT_METHODS: Final = frozenset(
-    {
-        "Heartbeat",
-        "GetConversationMetadata",
-        "GetAllCascadeTrajectories",
-        "GetCascadeTrajectorySteps",
-        "GetAvailableModels",
-    }
-)
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How idempotent reads are retried: at most ``attempts`` tries within ``deadline``
-    seconds in total, waiting an exponentially growing, jittered backoff in between."""
-
-    attempts: int = 4
-    deadline: float = 20.0
-    initial_backoff: float = 0.2
-    max_backoff: float = 2.0
-
-    def retrying(self) -> AsyncRetrying:
-        """A fresh tenacity controller for one call."""
-        return AsyncRetrying(
-            sleep=_retry_sleep,
-            stop=stop_after_attempt(self.attempts) | stop_before_delay(self.deadline),
-            wait=wait_exponential_jitter(
-                multiplier=self.initial_backoff, max=self.max_backoff, jitter=self.initial_backoff
-            ),
-            retry=retry_if_exception(is_transient),
-            before_sleep=_log_retry,
-            reraise=True,
-        )
-
-
-DEFAULT_RETRY: Final = RetryPolicy()
-
-
-def is_transient(exc: BaseException) -> bool:
-    """True for an RpcError worth retrying on an idempotent read."""
-    return (
-        isinstance(exc, RpcError)
-        and not isinstance(exc, CsrfError | ProtocolError)
-        and exc.code in TRANSIENT_CODES
-    )
-
-
-async def _sleep(seconds: float) -> None:
-    await asyncio.sleep(seconds)
-
-
-def _retry_sleep(seconds: float) -> Awaitable[None]:
-    # Looked up at call time so tests can patch ``_sleep`` and let no time pass.
-    return _sleep(seconds)
-
-
-def _log_retry(state: RetryCallState) -> None:
-    exc = state.outcome.exception() if state.outcome else None
-    delay = state.next_action.sleep if state.next_action else 0.0
-    logger.warning(
-        "retrying after attempt %d failed (%s) in %.2fs", state.attempt_number, exc, delay
-    )
 
 
 def ensure_loopback(host: str) -> str:

@@ -30,12 +30,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import dataclasses
 import logging
 import random
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from omnigent_agy.client import RpcClient
@@ -43,119 +41,32 @@ from omnigent_agy.cursor import CursorStore
 from omnigent_agy.errors import CsrfError, RpcError, StreamStalled
 from omnigent_agy.events import Event, TurnBoundary, UsageReported
 from omnigent_agy.mapper import MapperState, map_step
+from omnigent_agy.reader_state import (
+    ConversationRotated,
+    Following,
+    ReaderEvent,
+    ReaderFailed,
+    ReaderModeChanged,
+    ReaderSettings,
+    TurnEnded,
+    TurnProgress,
+)
 from omnigent_agy.sink import EventSink
-from omnigent_agy.steps import ModelUsage, StepKey, is_settled, step_status
+from omnigent_agy.steps import is_settled, step_status
+
+__all__ = [
+    "CascadeReader",
+    "ConversationRotated",
+    "ReaderEvent",
+    "ReaderFailed",
+    "ReaderModeChanged",
+    "ReaderSettings",
+    "TurnEnded",
+]
 
 _logger = logging.getLogger(__name__)
 
 IDLE: Final = "CASCADE_RUN_STATUS_IDLE"
-
-
-# --- what the reader itself publishes, besides the mapper's events ---------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TurnEnded:
-    """The cascade went IDLE with every step settled after the user input `boundary`."""
-
-    cascade_id: str
-    boundary: StepKey
-    usage: ModelUsage | None
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationRotated:
-    """agy started a new root cascade (`/clear` in its TUI); the reader now follows it."""
-
-    old_cascade_id: str
-    new_cascade_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReaderModeChanged:
-    """Streaming ↔ polling, with the reason (for logs and diagnostics, not for the user)."""
-
-    mode: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReaderFailed:
-    """The reader cannot go on (e.g. agy rejects our CSRF token); it has stopped."""
-
-    error: RpcError
-
-
-type ReaderEvent = Event | TurnEnded | ConversationRotated | ReaderModeChanged | ReaderFailed
-
-
-@dataclass(frozen=True, slots=True)
-class ReaderSettings:
-    """Timings of the reader; tests shorten them, nothing else needs to."""
-
-    idle_timeout: float = 15.0
-    """Seconds without a frame before the reader polls, checks rotation and re-opens."""
-    poll_interval: float = 0.5
-    """Seconds between polls while the stream is broken."""
-    reconnect_initial: float = 0.2
-    reconnect_max: float = 5.0
-    rpc_timeout: float = 10.0
-
-
-@dataclass(slots=True)
-class _Turn:
-    """The turn in progress: its user input and the usage reported since."""
-
-    boundary: StepKey | None = None
-    usage: ModelUsage | None = None
-    ended: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        if self.boundary is None:
-            return {}
-        return {
-            "trajectory_id": self.boundary.trajectory_id,
-            "step_index": self.boundary.step_index,
-            "usage": None if self.usage is None else dataclasses.asdict(self.usage),
-            "ended": self.ended,
-        }
-
-    @classmethod
-    def from_json(cls, data: object, cascade_id: str = "") -> _Turn:
-        """The turn saved in a cursor (a turn in progress when the last reader stopped)."""
-        if not isinstance(data, dict) or not data:
-            return cls()
-        try:
-            boundary = StepKey(cascade_id, str(data["trajectory_id"]), int(data["step_index"]))
-            usage = data.get("usage")
-            return cls(
-                boundary=boundary,
-                usage=ModelUsage(**usage) if isinstance(usage, dict) else None,
-                ended=bool(data.get("ended", True)),
-            )
-        except (KeyError, TypeError, ValueError):
-            _logger.warning("ignoring a malformed turn in the reader's cursor")
-            return cls()
-
-
-@dataclass(slots=True)
-class _Follow:
-    """The cascade being followed and everything known about it."""
-
-    state: MapperState
-    trajectory_id: str | None = None
-    total_length: int = 0
-    status: str | None = None
-    turn: _Turn = field(default_factory=_Turn)
-
-    @property
-    def cascade_id(self) -> str:
-        return self.state.cascade_id
-
-    def first_uncommitted(self) -> int:
-        if self.trajectory_id is None:
-            return 0
-        return self.state.first_uncommitted(self.trajectory_id)
 
 
 ClientFactory = Callable[[int, str], RpcClient]
@@ -441,7 +352,7 @@ class CascadeReader:
     def _track_turn(self, event: Event) -> None:
         turn = self._follow.turn
         if isinstance(event, TurnBoundary):
-            self._follow.turn = _Turn(boundary=event.key, usage=None, ended=False)
+            self._follow.turn = TurnProgress(boundary=event.key, usage=None, ended=False)
         elif isinstance(event, UsageReported) and not turn.ended:
             turn.usage = event.usage if turn.usage is None else turn.usage + event.usage
 
@@ -491,13 +402,13 @@ class CascadeReader:
 
     # --- helpers ------------------------------------------------------------------------------
 
-    def _new_follow(self, cascade_id: str) -> _Follow:
+    def _new_follow(self, cascade_id: str) -> Following:
         state = MapperState(cascade_id=cascade_id, model_names=self._model_names)
         extra = self._cursor.load_into(state) if self._cursor is not None else None
         self._restored = extra is not None
-        follow = _Follow(
+        follow = Following(
             state=state,
-            turn=_Turn.from_json(extra.get("turn") if extra else None, cascade_id),
+            turn=TurnProgress.from_json(extra.get("turn") if extra else None, cascade_id),
         )
         trajectories = list(state.export_progress()["committed"]) if self._restored else []
         if len(trajectories) == 1:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from _helpers_server import STREAM_UPDATES, TOKEN, FakeAgy, fake_agy
 
-from omnigent_agy import client as client_module
+from omnigent_agy import retry as retry_module
 from omnigent_agy.client import RetryPolicy, RpcClient
 from omnigent_agy.errors import (
     AgyError,
@@ -45,7 +45,7 @@ def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     async def record(seconds: float) -> None:
         asked.append(seconds)
 
-    monkeypatch.setattr(client_module, "_sleep", record)
+    monkeypatch.setattr(retry_module, "_sleep", record)
     return asked
 
 
