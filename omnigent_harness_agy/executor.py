@@ -36,7 +36,8 @@ from omnigent_agy.config import AgyConfig, load_config, resolve_executable
 from omnigent_agy.doctor import preflight
 from omnigent_agy.hooks import get_plugin_manager, interrupt_session_hook, run_turn_hook
 from omnigent_agy.messages import newest_user_message
-from omnigent_agy.session import AgySession, PreflightError, SessionSettings, TurnResult
+from omnigent_agy.session import AgySession, PreflightError, SessionSettings
+from omnigent_agy.turns import TurnResult
 
 from .failures import executor_error_for, to_executor_error
 from .prompts import OmnigentPrompts
