@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -37,7 +38,8 @@ ENV_CONFIG_HOME = "OMNIGENT_CONFIG_HOME"
 DEFAULT_EXECUTABLE = "agy"
 INSTALL_HINT = "curl -fsSL https://antigravity.google/cli/install.sh | bash"
 KEY = f"harness.{HARNESS_ID}"
-_KNOWN_KEYS = ("enabled", "command", "args", "keep_agy_running", "permissions")
+_KNOWN_KEYS = ("enabled", "command", "args", "keep_agy_running", "tmux_socket", "permissions")
+_TMUX_SOCKET = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _PERMISSION_KEYS = ("mode", "allow", "deny")
 
 
@@ -71,6 +73,8 @@ class AgyConfig:
     command: str | None = None
     args: tuple[str, ...] = ()
     keep_agy_running: bool = True
+    tmux_socket: str | None = None
+    """The tmux socket name (`tmux -L NAME`) agy runs under; None: the default."""
     permissions: PermissionPolicy = field(default_factory=PermissionPolicy)
 
 
@@ -202,6 +206,13 @@ def parse_config(
     args = section.get("args", [])
     if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
         raise ConfigError(f"{KEY}.args must be a list of strings", key=f"{KEY}.args")
+    socket = section.get("tmux_socket")
+    if socket is not None and (not isinstance(socket, str) or not _TMUX_SOCKET.fullmatch(socket)):
+        raise ConfigError(
+            f"{KEY}.tmux_socket must be a socket name of letters, digits, '.', '_' or '-' "
+            f"(as in `tmux -L NAME`), not {socket!r}",
+            key=f"{KEY}.tmux_socket",
+        )
     return AgyConfig(
         path=path,
         enabled=enabled,
@@ -209,6 +220,7 @@ def parse_config(
         command=command.strip() if command else None,
         args=tuple(args),
         keep_agy_running=_bool(section, "keep_agy_running", True),
+        tmux_socket=socket,
         permissions=_permissions(section),
     )
 

@@ -49,6 +49,7 @@ EFFORT_ENV = "HARNESS_AGY_CLI_REASONING_EFFORT"
 CWD_ENV = "HARNESS_AGY_CLI_CWD"
 TMUX_SOCKET_ENV = "OMNIGENT_AGY_TMUX_SOCKET"
 READY_TIMEOUT_ENV = "OMNIGENT_AGY_READY_TIMEOUT"
+DEFAULT_TMUX_SOCKET = "omnigent-agy"
 
 _TOOL_STATUS = {
     "success": ToolCallStatus.SUCCESS,
@@ -131,7 +132,7 @@ class AgyExecutor(Executor):
         self._env = dict(os.environ if env is None else env)
         self._pm = plugin_manager or get_plugin_manager()
         self._state_base = state_base
-        self._tmux_socket = tmux_socket or self._env.get(TMUX_SOCKET_ENV) or "omnigent-agy"
+        self._tmux_socket = tmux_socket
         self._session: AgySession | None = None
         # Bridges omnigent's ExecutorAdapter installs (it fills attributes that are None).
         self._tool_executor: object = None
@@ -168,7 +169,12 @@ class AgyExecutor(Executor):
                 workspace=workspace,
                 command=(str(executable), *config.args),
                 state_base=self._state_base,
-                tmux_socket=self._tmux_socket,
+                tmux_socket=(
+                    self._tmux_socket
+                    or self._env.get(TMUX_SOCKET_ENV)
+                    or config.tmux_socket
+                    or DEFAULT_TMUX_SOCKET
+                ),
                 keep_agy_running=config.keep_agy_running,
                 ready_timeout=_float_env(self._env, READY_TIMEOUT_ENV, 60.0),
                 preflight=lambda: preflight(config, self._env),

@@ -127,6 +127,8 @@ def test_bad_environment_flag_names_the_variable(config_file: Path, value: str) 
             "unknown kind 'shell'",
         ),
         ("agy-cli: {permissions: {allowed: []}}", "permissions.allowed", "did you mean 'allow'"),
+        ("agy-cli: {tmux_socket: 'a/b'}", "harness.agy-cli.tmux_socket", "tmux -L NAME"),
+        ("agy-cli: {tmux_socket: 3}", "harness.agy-cli.tmux_socket", "socket name"),
     ],
 )
 def test_bad_settings_name_the_key(config_file: Path, block: str, key: str, hint: str) -> None:
@@ -284,3 +286,10 @@ def test_agy_missing_from_path_says_how_to_install(tmp_path: Path) -> None:
     assert "install.sh" in caught.value.remediation
     assert ENV_PATH in caught.value.remediation
     assert caught.value.code == "agy_not_installed"
+
+
+def test_tmux_socket_names_the_socket(config_file: Path) -> None:
+    write(config_file, "harness:\n  agy-cli: {tmux_socket: agy-work.1}\n")
+    assert load_config(config_file, env=NO_ENV).tmux_socket == "agy-work.1"
+    write(config_file, "harness:\n  agy-cli: {enabled: true}\n")
+    assert load_config(config_file, env=NO_ENV).tmux_socket is None
