@@ -427,13 +427,12 @@ def test_client_factory_is_used_for_every_connection(sim: Sim) -> None:
         return RpcClient(port=port, csrf_token=token)
 
     cascade, _ = new_cascade(sim)
-    reader, collected = start_reader(sim, cascade, client_factory=factory)
+    reader, _ = start_reader(sim, cascade, client_factory=factory)
     try:
         wait_for(lambda: made, "the reader to connect")
     finally:
         assert reader.stop()
     assert made == [sim.port]
-    del collected
 
 
 @pytest.mark.usefixtures("no_stray_threads")
