@@ -33,6 +33,7 @@ from omnigent_agy.discovery import discover_port
 from omnigent_agy.errors import AgyError, RpcError
 from omnigent_agy.events import (
     InteractionRequested,
+    InteractionResolved,
 )
 from omnigent_agy.failures import Failure
 from omnigent_agy.hooks import model_aliases
@@ -100,6 +101,17 @@ class _BridgeFailed:
     """Answering an interaction failed; the turn ends with this error."""
 
     error: Exception
+
+
+def open_gates(events: list[ReaderEvent | _BridgeFailed]) -> list[InteractionRequested]:
+    """The interactions announced in `events` and not resolved later in them."""
+    gates: dict[object, InteractionRequested] = {}
+    for event in events:
+        if isinstance(event, InteractionRequested):
+            gates[event.key] = event
+        elif isinstance(event, InteractionResolved):
+            gates.pop(event.key, None)
+    return list(gates.values())
 
 
 class AgySession:
@@ -273,6 +285,10 @@ class AgySession:
                 # Steps between omnigent turns (someone typing in agy's TUI) are not part of
                 # this turn; the reader has recorded them, omnigent never asked for them.
                 _logger.info("skipping %d events that arrived between turns", len(stale))
+            for gate in open_gates(stale):
+                # ...except a gate still open: agy waits on it (e.g. a harness restarted while
+                # its card was shown), so it is asked again; a stale one resolves as gone.
+                self._start_interaction(gate)
             if instructions and await self._first_turn(client, cascade):
                 text = with_instructions(instructions, text)
             await client.send_user_cascade_message(cascade, text, plan_model=resolved.enum)

@@ -490,3 +490,22 @@ def test_clear_typed_in_agys_tui_moves_the_conversation(
     assert after != before
     texts = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, harness.conversation_id)]
     assert texts == ["after the clear"]
+
+
+def test_a_card_open_when_the_harness_restarted_is_asked_again(agy_env: dict[str, str]) -> None:
+    conversation = f"conv_{uuid.uuid4().hex[:12]}"
+    with HarnessServer(create_app(), conversation) as first:
+        first.turn("run: echo left waiting").until("response.elicitation_request")
+    # The harness went away with the card on screen; agy still waits for an answer.
+    with HarnessServer(create_app(), conversation) as second:
+        turn = second.turn("are you still there?")
+        card = turn.until("response.elicitation_request")
+        answer_card(second, card, "allow once")
+        turn.until("response.completed", timeout=120)
+    commands = [
+        s for s in steps_of(agy_env, conversation) if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"
+    ]
+    assert commands[-1]["status"] == "CORTEX_STEP_STATUS_DONE"
+    assert "left waiting" in commands[-1]["runCommand"]["commandLine"]
+    texts = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, conversation)]
+    assert texts == ["run: echo left waiting", "are you still there?"]
