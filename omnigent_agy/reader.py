@@ -52,7 +52,7 @@ from omnigent_agy.reader_state import (
     TurnProgress,
 )
 from omnigent_agy.sink import EventSink
-from omnigent_agy.steps import is_settled, step_status
+from omnigent_agy.steps import is_settled, obj, seq, step_key, step_status
 
 __all__ = [
     "CascadeReader",
@@ -229,7 +229,7 @@ class CascadeReader:
         state = self._follow.state
         for index, step in enumerate(steps):
             if self._follow.trajectory_id is None:
-                self._follow.trajectory_id = _trajectory_of(step)
+                self._follow.trajectory_id = step_key(step).trajectory_id or None
             if is_settled(step_status(step)):
                 map_step(state, step, absolute_index=index)  # its events are history: dropped
         self._save_cursor()
@@ -287,15 +287,15 @@ class CascadeReader:
 
     def _handle_update(self, message: Mapping[str, Any]) -> bool:
         """Apply one stream frame; True when it names another conversation than ours."""
-        update = _obj(message.get("update")) or message
+        update = obj(message.get("update")) or message
         follow = self._follow
         conversation = update.get("conversationId")
         if isinstance(conversation, str) and conversation and conversation != follow.cascade_id:
             return True
-        main = _obj(update.get("mainTrajectoryUpdate"))
-        steps_update = _obj(main.get("stepsUpdate"))
-        indices = _seq(steps_update.get("indices"))
-        steps = _seq(steps_update.get("steps"))
+        main = obj(update.get("mainTrajectoryUpdate"))
+        steps_update = obj(main.get("stepsUpdate"))
+        indices = seq(steps_update.get("indices"))
+        steps = seq(steps_update.get("steps"))
         positioned = [
             (index if isinstance(index, int) else None, step)
             for index, step in zip(indices, steps, strict=False)
@@ -326,7 +326,7 @@ class CascadeReader:
             return
         if follow is not self._follow:
             return
-        summary = _obj(_obj(summaries.get("trajectorySummaries")).get(follow.cascade_id))
+        summary = obj(obj(summaries.get("trajectorySummaries")).get(follow.cascade_id))
         status = summary.get("status")
         if isinstance(status, str):
             follow.status = status
@@ -339,7 +339,7 @@ class CascadeReader:
         changed = False
         for index, step in positioned:
             if follow.trajectory_id is None and isinstance(step, Mapping):
-                follow.trajectory_id = _trajectory_of(step)
+                follow.trajectory_id = step_key(step).trajectory_id or None
             events = map_step(follow.state, step, absolute_index=index)
             for event in events:
                 self._track_turn(event)
@@ -373,7 +373,7 @@ class CascadeReader:
         if not self._follow_clear:
             return
         try:
-            summaries = _obj(
+            summaries = obj(
                 (await client.get_all_cascade_trajectories()).get("trajectorySummaries")
             )
         except CsrfError:
@@ -383,9 +383,9 @@ class CascadeReader:
             return
         self.rotation_checks += 1
         roots = {
-            cascade_id: _obj(summary)
+            cascade_id: obj(summary)
             for cascade_id, summary in summaries.items()
-            if not _obj(_obj(summary).get("trajectoryMetadata")).get("parentConversationId")
+            if not obj(obj(summary).get("trajectoryMetadata")).get("parentConversationId")
         }
         known = self._known_roots
         self._known_roots = set(roots) | {self._follow.cascade_id}
@@ -427,20 +427,6 @@ class CascadeReader:
         if mode != self._mode:
             self._mode = mode
             self._sink.publish(ReaderModeChanged(mode, reason))
-
-
-def _obj(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _seq(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _trajectory_of(step: Mapping[str, Any]) -> str | None:
-    info = _obj(_obj(step.get("metadata")).get("sourceTrajectoryStepInfo"))
-    trajectory = info.get("trajectoryId")
-    return trajectory if isinstance(trajectory, str) and trajectory else None
 
 
 def _activity(summary: Mapping[str, Any]) -> str:
