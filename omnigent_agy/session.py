@@ -52,6 +52,7 @@ from omnigent_agy.reader import (
 )
 from omnigent_agy.sink import HandoffSink
 from omnigent_agy.statedir import SessionStateDir
+from omnigent_agy.steps import obj
 from omnigent_agy.terminal import TerminalHost
 from omnigent_agy.turns import TurnEvent, TurnTally, with_instructions
 
@@ -101,6 +102,17 @@ class _BridgeFailed:
     """Answering an interaction failed; the turn ends with this error."""
 
     error: Exception
+
+
+def _untouched(value: object) -> bool:
+    """A cascade summary with no user input and no steps yet (WIRE.md §3)."""
+    summary = obj(value)
+    if not summary or summary.get("lastUserInputTime"):
+        return False
+    try:
+        return int(str(summary.get("stepCount") or 0)) == 0
+    except ValueError:
+        return False
 
 
 def open_gates(events: list[ReaderEvent | _BridgeFailed]) -> list[InteractionRequested]:
@@ -411,16 +423,8 @@ class AgySession:
 
     async def _first_turn(self, client: RpcClient, cascade_id: str) -> bool:
         """Whether the cascade has no user input yet (so the instructions are still owed)."""
-        summaries = (await client.get_all_cascade_trajectories()).get("trajectorySummaries")
-        summary = summaries.get(cascade_id) if isinstance(summaries, dict) else None
-        if not isinstance(summary, dict):
-            return False
-        if summary.get("lastUserInputTime"):
-            return False
-        try:
-            return int(str(summary.get("stepCount") or 0)) == 0
-        except ValueError:
-            return False
+        summaries = obj((await client.get_all_cascade_trajectories()).get("trajectorySummaries"))
+        return _untouched(summaries.get(cascade_id))
 
     async def _follow_clear(self) -> None:
         """If a person typed `/clear` in agy's TUI since the last turn, talk to the new
@@ -440,18 +444,15 @@ class AgySession:
     async def _tui_cascade(self, client: RpcClient) -> str | None:
         """The empty conversation a freshly started agy's TUI opened, when there is exactly
         one root cascade and nobody has typed into it yet; else None."""
-        summaries = (await client.get_all_cascade_trajectories()).get("trajectorySummaries")
-        if not isinstance(summaries, dict):
-            return None
-        roots: list[str] = [
-            str(cascade_id)
+        summaries = obj((await client.get_all_cascade_trajectories()).get("trajectorySummaries"))
+        roots = [
+            (str(cascade_id), summary)
             for cascade_id, summary in summaries.items()
-            if isinstance(summary, dict)
-            and not (summary.get("trajectoryMetadata") or {}).get("parentConversationId")
+            if not obj(obj(summary).get("trajectoryMetadata")).get("parentConversationId")
         ]
-        if len(roots) != 1 or not await self._first_turn(client, roots[0]):
+        if len(roots) != 1 or not _untouched(roots[0][1]):
             return None
-        return roots[0]
+        return roots[0][0]
 
     async def _cascade_known(self, client: RpcClient, cascade_id: str) -> bool:
         try:
