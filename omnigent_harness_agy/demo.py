@@ -171,26 +171,6 @@ class Printer:
             self.out.write(f"  -- failed: {error.get('code')}: {error.get('message')}\n")
 
 
-def press(server: HarnessServer, card: Mapping[str, Any], prefix: str, out: TextIO) -> None:
-    """Answer a card as a person would: the first button whose label starts with `prefix`."""
-    params = card["params"]
-    schema = (params.get("requestedSchema") or {}).get("properties", {}).get("answer", {})
-    choices: list[str] = list(schema.get("enum") or [])
-    questions = (params.get("ask_user_question") or {}).get("questions") or []
-    if choices:
-        label = next((c for c in choices if c.lower().startswith(prefix.lower())), choices[0])
-        content: dict[str, Any] = {"answer": label}
-    else:
-        labels = [o["label"] for o in questions[0]["options"]] if questions else []
-        label = next((x for x in labels if x.lower().startswith(prefix.lower())), labels[0])
-        content = {
-            str(i): [label] if q.get("multiSelect") else label for i, q in enumerate(questions)
-        }
-    out.write(f"  [you press] {label}\n")
-    body = {"type": "approval", "elicitation_id": card["elicitation_id"], "action": "accept"}
-    server.post({**body, "content": content})
-
-
 def play(server: HarnessServer, step: Step, out: TextIO) -> str:
     out.write(f"\n== {step.title}\n  you: {step.text}\n")
     printer = Printer(out)
@@ -209,7 +189,7 @@ def play(server: HarnessServer, step: Step, out: TextIO) -> str:
         if event.get("type") == "response.output_text.delta" and first_text is None:
             first_text = time.monotonic()
         if event.get("type") == "response.elicitation_request" and step.answer is not None:
-            press(server, event, step.answer, out)
+            out.write(f"  [you press] {server.press(event, step.answer)}\n")
         due = first_text is not None and step.stop_after is not None
         if due and not stopped and time.monotonic() - (first_text or 0) > (step.stop_after or 0):
             printer._switch(None)

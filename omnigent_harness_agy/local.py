@@ -85,6 +85,42 @@ class HarnessServer:
         }
         self.post(verdict)
 
+    def press(self, card: dict[str, Any], prefix: str) -> str:
+        """Answer a card as a person in the web UI would, and return the label pressed.
+
+        The button is the first whose label starts with `prefix` (case-insensitive): one of a
+        choice card's buttons, or an option of a question form's first question (any further
+        questions get their first option). LookupError when no label matches.
+        """
+        params = card["params"]
+        schema = (params.get("requestedSchema") or {}).get("properties", {}).get("answer", {})
+        choices: list[str] = list(schema.get("enum") or [])
+        questions = (params.get("ask_user_question") or {}).get("questions") or []
+        offered = choices or ([o["label"] for o in questions[0]["options"]] if questions else [])
+        label = next((x for x in offered if x.lower().startswith(prefix.lower())), None)
+        if label is None:
+            raise LookupError(f"no button starting with {prefix!r} among {offered}")
+        content: dict[str, Any]
+        if choices:
+            content = {"answer": label}
+        else:
+            picks = [label] + [q["options"][0]["label"] for q in questions[1:]]
+            content = {
+                str(i): [pick] if q.get("multiSelect") else pick
+                for i, (q, pick) in enumerate(zip(questions, picks, strict=True))
+            }
+        reply = self.post(
+            {
+                "type": "approval",
+                "elicitation_id": card["elicitation_id"],
+                "action": "accept",
+                "content": content,
+            }
+        )
+        if reply.status_code >= 300:
+            raise RuntimeError(f"the harness refused the answer: {reply.status_code} {reply.text}")
+        return label
+
     def turn(self, text: str, **extra: Any) -> Turn:
         """Start a turn in the background; its SSE events arrive in `Turn.events`."""
         body = {"type": "message", "role": "user", "content": text, "model": "agy", **extra}

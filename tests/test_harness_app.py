@@ -93,29 +93,6 @@ def user_inputs(env: dict[str, str], conversation_id: str) -> list[dict[str, Any
     return [s for s in steps_of(env, conversation_id) if s["type"] == "CORTEX_STEP_TYPE_USER_INPUT"]
 
 
-def answer_card(server: HarnessServer, request: dict[str, Any], prefer: str) -> None:
-    """Answer an elicitation as the web UI would: the choice whose label starts with `prefer`."""
-    params = request["params"]
-    schema = params.get("requestedSchema") or {}
-    choices = schema.get("properties", {}).get("answer", {}).get("enum")
-    if choices:
-        label = next(c for c in choices if c.lower().startswith(prefer.lower()))
-        content: dict[str, Any] = {"answer": label}
-    else:
-        questions = params["ask_user_question"]["questions"]
-        labels = [o["label"] for o in questions[0]["options"]]
-        content = {"0": next(label for label in labels if label.lower().startswith(prefer.lower()))}
-    reply = server.post(
-        {
-            "type": "approval",
-            "elicitation_id": request["elicitation_id"],
-            "action": "accept",
-            "content": content,
-        }
-    )
-    assert reply.status_code < 300, reply.text
-
-
 def test_a_turn_streams_deltas_and_ends_with_usage(
     harness: HarnessServer, agy_env: dict[str, str]
 ) -> None:
@@ -162,7 +139,7 @@ def test_an_approval_card_round_trips_and_a_denial_does_not_end_the_turn(
 ) -> None:
     turn = harness.turn("run: echo hello")
     card = turn.until("response.elicitation_request")
-    answer_card(harness, card, "allow once")
+    harness.press(card, "allow once")
     turn.until("response.completed")
     steps = steps_of(agy_env, harness.conversation_id)
     commands = [s for s in steps if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"]
@@ -171,7 +148,7 @@ def test_an_approval_card_round_trips_and_a_denial_does_not_end_the_turn(
 
     denied = harness.turn("run: echo again")
     card = denied.until("response.elicitation_request")
-    answer_card(harness, card, "deny")
+    harness.press(card, "deny")
     denied.until("response.completed")  # agy carried on after the denial
     assert "response.cancelled" not in denied.kinds()
     commands = [
@@ -190,7 +167,7 @@ def test_a_question_round_trips(harness: HarnessServer, agy_env: dict[str, str])
     first_label = (
         schema.get("enum") or [params["ask_user_question"]["questions"][0]["options"][0]["label"]]
     )[0]
-    answer_card(harness, card, first_label)
+    harness.press(card, first_label)
     turn.until("response.completed")
     asked = [
         s
@@ -500,7 +477,7 @@ def test_a_card_open_when_the_harness_restarted_is_asked_again(agy_env: dict[str
     with HarnessServer(create_app(), conversation) as second:
         turn = second.turn("are you still there?")
         card = turn.until("response.elicitation_request")
-        answer_card(second, card, "allow once")
+        second.press(card, "allow once")
         turn.until("response.completed", timeout=120)
     commands = [
         s for s in steps_of(agy_env, conversation) if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"
