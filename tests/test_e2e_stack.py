@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 import httpx
 import omnigent.community.harness.agy as adapter
 import pytest
+from simproc import wait_for
 
 from omnigent_agy.terminal import TerminalHost
 
@@ -40,15 +40,15 @@ def free_port() -> int:
 
 
 def poll[T](probe: Callable[[], T | None], what: str, timeout: float) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        with contextlib.suppress(httpx.HTTPError):
-            value = probe()
-            if value is not None and value is not False:
-                return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.25)
+    """`simproc.wait_for`, counting an HTTP error (a server still starting) as not yet."""
+
+    def tolerant() -> T | None:
+        try:
+            return probe()
+        except httpx.HTTPError:
+            return None
+
+    return wait_for(tolerant, what, timeout)
 
 
 @dataclass
