@@ -48,11 +48,12 @@ def newest_user_message(
     """The last user message of `messages`, its inline attachments saved under `attachments_dir`."""
     for message in reversed(messages):
         if message.get("role") == "user":
-            return _user_message(message.get("content"), attachments_dir)
+            return user_message(message.get("content"), attachments_dir)
     raise MessageError("there is no user message to send to agy")
 
 
-def _user_message(content: object, attachments_dir: Path) -> UserMessage:
+def user_message(content: object, attachments_dir: Path) -> UserMessage:
+    """One message's content (a string or content blocks), its attachments saved."""
     if isinstance(content, str):
         return UserMessage(content)
     if not isinstance(content, list):

@@ -35,7 +35,7 @@ from omnigent_agy import events as ev
 from omnigent_agy.config import AgyConfig, load_config, resolve_executable
 from omnigent_agy.doctor import preflight
 from omnigent_agy.hooks import get_plugin_manager, interrupt_session_hook, run_turn_hook
-from omnigent_agy.messages import newest_user_message
+from omnigent_agy.messages import MessageError, newest_user_message, user_message
 from omnigent_agy.session import AgySession, PreflightError, SessionSettings
 from omnigent_agy.turns import TurnResult
 
@@ -309,10 +309,17 @@ class AgyExecutor(Executor):
 
     async def enqueue_session_message(self, session_key: str, content: Any) -> bool:
         del session_key
-        if self._session is None:
+        session = self._session
+        if session is None:
             return False
-        text = content if isinstance(content, str) else _text_of(content)
-        return bool(text) and await self._session.steer(text)
+        try:
+            message = user_message(content, session.attachments_dir)
+        except MessageError as exc:
+            # Not steerable as it is: the runner then sends it as the next turn, where the
+            # same error reaches the person with its code.
+            _logger.info("not steering with this message: %s", exc)
+            return False
+        return await session.steer(message.as_prompt())
 
     async def close_session(self, session_key: str) -> None:
         del session_key
@@ -342,13 +349,3 @@ def _tool_result(event: ev.ToolCallFinished) -> str:
     if event.exit_code is not None and event.exit_code != 0:
         output += f"\n[exit code {event.exit_code}]"
     return output
-
-
-def _text_of(content: object) -> str:
-    if isinstance(content, list):
-        return "\n".join(
-            block["text"]
-            for block in content
-            if isinstance(block, dict) and isinstance(block.get("text"), str)
-        )
-    return ""
