@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import logging
 import queue
 import threading
 from typing import Protocol
-
-_logger = logging.getLogger(__name__)
 
 
 class EventSink[T](Protocol):
@@ -43,31 +40,6 @@ class QueueSink[T]:
                 events.append(self._queue.get_nowait())
             except queue.Empty:
                 return events
-
-
-class LoopSink[T]:
-    """Delivers into an `asyncio.Queue` owned by the consumer's event loop."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._queue: asyncio.Queue[T] = asyncio.Queue()
-
-    def publish(self, event: T) -> None:
-        try:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
-        except RuntimeError:
-            # The consumer's loop is closed: the harness is shutting down and nobody is left
-            # to show the event. The durable cursor does not count it as lost work: it only
-            # records what the mapper produced, and a restarted reader re-announces open state.
-            _logger.debug("dropping %s: the consumer's event loop is closed", type(event).__name__)
-
-    async def get(self) -> T:
-        """The next event (call on the consumer's loop)."""
-        return await self._queue.get()
-
-    def get_nowait(self) -> T:
-        """The next event already delivered; raises `asyncio.QueueEmpty` when there is none."""
-        return self._queue.get_nowait()
 
 
 class HandoffSink[T]:

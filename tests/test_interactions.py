@@ -56,7 +56,7 @@ from omnigent_agy.prompts import (
     answer_problem,
 )
 from omnigent_agy.reader import CascadeReader, ReaderEvent, ReaderSettings, TurnEnded
-from omnigent_agy.sink import LoopSink
+from omnigent_agy.sink import HandoffSink
 from omnigent_agy.steps import InteractionKind, Question, QuestionOption, StepKey
 
 pytestmark = pytest.mark.tmux
@@ -187,7 +187,8 @@ class Turn:
         self.client = RpcClient(port=self.sim.port, csrf_token=self.sim.token or "")
         self.cascade = await self.client.start_cascade()
         self.model = await plan_model(self.client)
-        self.sink: LoopSink[ReaderEvent] = LoopSink(asyncio.get_running_loop())
+        self.sink: HandoffSink[ReaderEvent] = HandoffSink()
+        self.sink.bind()
         self.reader = CascadeReader(
             port=self.sim.port,
             csrf_token=self.sim.token or "",
