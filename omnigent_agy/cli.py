@@ -16,8 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.catalog import FAMILY_ALIASES
-from omnigent_agy.config import (
+from omnigent_agy.interactions.hooks import get_plugin_manager, model_aliases
+from omnigent_agy.onboarding.catalog import FAMILY_ALIASES
+from omnigent_agy.onboarding.config import (
     ENV_ENABLED,
     ENV_PATH,
     KEY,
@@ -29,8 +30,7 @@ from omnigent_agy.config import (
     resolve_executable,
     set_enabled,
 )
-from omnigent_agy.errors import AgyError
-from omnigent_agy.hooks import get_plugin_manager, model_aliases
+from omnigent_agy.rpc.errors import AgyError
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -134,7 +134,7 @@ def _add_agent_path(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def _doctor(args: argparse.Namespace) -> int:
     # Imported here: the other commands need not load the launcher and httpx.
-    from omnigent_agy import doctor  # noqa: PLC0415
+    from omnigent_agy.onboarding import doctor  # noqa: PLC0415
 
     workspace = Path(args.workspace).expanduser().absolute() if args.workspace else Path.cwd()
     results = doctor.doctor_report(
@@ -187,7 +187,7 @@ def _add_demo(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _ps(args: argparse.Namespace) -> int:
-    from omnigent_agy import running  # noqa: PLC0415 - as for doctor: psutil, libtmux
+    from omnigent_agy.agy import running  # noqa: PLC0415 - as for doctor: psutil, libtmux
 
     found = running.list_running()
     if not found:
@@ -205,7 +205,7 @@ def _add_ps(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from omnigent_agy import running  # noqa: PLC0415 - as for doctor: psutil, libtmux
+    from omnigent_agy.agy import running  # noqa: PLC0415 - as for doctor: psutil, libtmux
 
     found = running.list_running()
     chosen = found if args.all else [agy for agy in found if agy.key in set(args.conversation)]

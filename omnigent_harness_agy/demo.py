@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from omnigent_agy.terminal import TerminalHost
+from omnigent_agy.agy.terminal import TerminalHost
 
 from .app import create_app
 from .local import HarnessServer, Turn

@@ -31,13 +31,17 @@ from omnigent.inner.executor import (
     TurnComplete,
 )
 
-from omnigent_agy import events as ev
-from omnigent_agy.config import AgyConfig, load_config, resolve_executable
-from omnigent_agy.doctor import preflight
-from omnigent_agy.hooks import get_plugin_manager, interrupt_session_hook, run_turn_hook
-from omnigent_agy.messages import MessageError, newest_user_message, user_message
-from omnigent_agy.session import AgySession, PreflightError, SessionSettings
-from omnigent_agy.turns import TurnResult
+from omnigent_agy.interactions.hooks import (
+    get_plugin_manager,
+    interrupt_session_hook,
+    run_turn_hook,
+)
+from omnigent_agy.onboarding.config import AgyConfig, load_config, resolve_executable
+from omnigent_agy.onboarding.doctor import preflight
+from omnigent_agy.reading import events as ev
+from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
+from omnigent_agy.session.messages import MessageError, newest_user_message, user_message
+from omnigent_agy.session.turns import TurnResult
 
 from .failures import executor_error_for, to_executor_error
 from .prompts import OmnigentPrompts

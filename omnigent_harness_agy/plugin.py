@@ -25,14 +25,14 @@ from omnigent.harness_capabilities import (
 )
 from omnigent.harness_plugins import HarnessContribution
 
-from omnigent_agy.config import load_config
-from omnigent_agy.errors import AgyError
-from omnigent_agy.hooks import (
+from omnigent_agy.interactions.hooks import (
     HARNESS_ID,
     HarnessRegistration,
     get_plugin_manager,
     harness_registrations,
 )
+from omnigent_agy.onboarding.config import load_config
+from omnigent_agy.rpc.errors import AgyError
 
 CONTRIBUTION_NAME = "omnigent-agy"
 PACKAGE = "omnigent-agy"

@@ -29,8 +29,8 @@ from typing import Any, Final
 from omnigent.runtime.harnesses._scaffold import PolicyVerdictPayload
 from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 
-from omnigent_agy.policy import PermissionRequest, RequestKind
-from omnigent_agy.prompts import (
+from omnigent_agy.interactions.policy import PermissionRequest, RequestKind
+from omnigent_agy.interactions.prompts import (
     ElicitationAction,
     ElicitationAnswer,
     ElicitationCard,
@@ -43,7 +43,7 @@ from omnigent_agy.prompts import (
     QuestionAnswers,
     QuestionForm,
 )
-from omnigent_agy.steps import Question
+from omnigent_agy.reading.steps import Question
 
 __all__ = [
     "ALLOW_ONCE",

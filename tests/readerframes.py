@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.cursor import CursorStore
-from omnigent_agy.reader import CascadeReader
-from omnigent_agy.sink import QueueSink
+from omnigent_agy.reading.cursor import CursorStore
+from omnigent_agy.reading.reader import CascadeReader
+from omnigent_agy.reading.sink import QueueSink
 
 CASCADE = "c0ffee00-0000-4000-8000-00000000beef"
 TRAJECTORY = "7a7a7a7a-0000-4000-8000-00000000beef"

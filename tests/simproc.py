@@ -25,7 +25,7 @@ from typing import Any
 import libtmux
 import psutil
 
-from omnigent_agy.client import RpcClient
+from omnigent_agy.rpc.client import RpcClient
 
 AGY_SIM = Path(sys.executable).with_name("agy-sim")
 STARTING = re.compile(r"Starting language server process with pid (\d+)")

@@ -34,7 +34,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
-from omnigent_agy.errors import AgyError, code_from_http_status
+from omnigent_agy.rpc.errors import AgyError, code_from_http_status
 
 _log = logging.getLogger(__name__)
 

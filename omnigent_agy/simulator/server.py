@@ -47,9 +47,9 @@ from typing import Any, Self, cast
 from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config
 
-from omnigent_agy.errors import AgyError, ProtocolError
+from omnigent_agy.rpc.errors import AgyError, ProtocolError
+from omnigent_agy.rpc.wire import DataFrame, EnvelopeDecoder, encode_envelope
 from omnigent_agy.simulator.certs import CertPaths, make_self_signed_cert
-from omnigent_agy.wire import DataFrame, EnvelopeDecoder, encode_envelope
 
 __all__ = [
     "ASGIApp",

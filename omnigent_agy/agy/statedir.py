@@ -1,0 +1,279 @@
+"""Per-conversation private state directories (DESIGN-NOTES §9).
+
+Everything one agy needs to survive a harness restart lives in one directory per
+conversation, created 0700 and owned by the user: agy's log file (``--log-file``), its
+``--gemini_dir``, the reader's cursor, and the *agy record* — the JSON that lets a respawned
+harness process re-attach to the running agy (pid, port, tmux session, cascade id and the
+CSRF token, which is why the record is 0600 and lives nowhere else).
+
+A directory (or record) with the wrong owner or with group/other permission bits is refused
+with a :class:`StateDirError` that says what to fix: silently "repairing" it would hide that
+someone else may have read or replaced the token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import stat
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Self
+
+from omnigent_agy.rpc.errors import AgyError
+
+__all__ = [
+    "STATE_DIR_ENV",
+    "AgyRecord",
+    "SessionStateDir",
+    "StateDirError",
+    "default_state_base",
+    "state_key",
+]
+
+#: Overrides the base directory of every session's state (tests, unusual installs).
+STATE_DIR_ENV = "OMNIGENT_AGY_STATE_DIR"
+
+_DIR_MODE = 0o700
+_FILE_MODE = 0o600
+_RECORD_VERSION = 1
+_SAFE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_KEY = 64
+
+
+class StateDirError(AgyError):
+    """A state directory or record cannot be used safely (owner, permissions, format)."""
+
+    def __init__(self, message: str, *, path: Path, remediation: str) -> None:
+        self.path = path
+        self._remediation = remediation
+        super().__init__(message)
+
+    @property
+    def remediation(self) -> str:
+        """What a person can do about it."""
+        return self._remediation
+
+    def __str__(self) -> str:
+        return f"{self.args[0]} ({self.path}). {self._remediation}"
+
+
+def default_state_base() -> Path:
+    """``$OMNIGENT_AGY_STATE_DIR``, else ``$XDG_STATE_HOME/omnigent-agy``, else
+    ``~/.local/state/omnigent-agy``."""
+    override = os.environ.get(STATE_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
+    xdg = os.environ.get("XDG_STATE_HOME")
+    # The XDG spec says relative values are invalid and must be ignored.
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "omnigent-agy"
+    return Path.home() / ".local" / "state" / "omnigent-agy"
+
+
+def state_key(conversation_id: str) -> str:
+    """A directory (and tmux session) name for a conversation id.
+
+    Safe ids are used as they are; anything else keeps its safe characters and gains a
+    short hash of the original, so two ids never share a directory and no id can walk out
+    of the base (``..``, ``/``) or smuggle a tmux target separator (``.``, ``:``).
+    """
+    if not conversation_id:
+        raise ValueError("conversation id must not be empty")
+    if _SAFE_KEY.fullmatch(conversation_id) and len(conversation_id) <= _MAX_KEY:
+        return conversation_id
+    digest = hashlib.sha256(conversation_id.encode()).hexdigest()[:12]
+    readable = _UNSAFE_CHARS.sub("_", conversation_id)[: _MAX_KEY - 13]
+    return f"{readable}-{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class AgyRecord:
+    """What a harness process needs to re-attach to a running agy.
+
+    ``pid_create_time`` (psutil's process creation time) guards against pid reuse after a
+    reboot or a long idle period. ``csrf_token`` never appears in ``repr``.
+    """
+
+    pid: int
+    pid_create_time: float
+    port: int | None
+    csrf_token: str = field(repr=False)
+    tmux_socket: str
+    tmux_session: str
+    log_file: str
+    cascade_id: str | None = None
+    follows_tui: bool = False
+    """The bound cascade is the one agy's TUI shows, so a `/clear` typed there moves it."""
+
+    def to_json(self) -> str:
+        """The record as the JSON stored on disk."""
+        return json.dumps({"version": _RECORD_VERSION, **asdict(self)}, indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        """Parse a stored record; raises ``ValueError`` when it is not one."""
+        data: Any = json.loads(text)
+        if not isinstance(data, dict) or data.get("version") != _RECORD_VERSION:
+            raise ValueError("not an agy record of a known version")
+        try:
+            return cls(
+                pid=_typed(data, "pid", int),
+                pid_create_time=float(_typed(data, "pid_create_time", (int, float))),
+                port=_optional(data, "port", int),
+                csrf_token=_typed(data, "csrf_token", str),
+                tmux_socket=_typed(data, "tmux_socket", str),
+                tmux_session=_typed(data, "tmux_session", str),
+                log_file=_typed(data, "log_file", str),
+                cascade_id=_optional(data, "cascade_id", str),
+                follows_tui=data.get("follows_tui") is True,
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"malformed agy record: {exc}") from exc
+
+    def with_cascade(self, cascade_id: str, *, follows_tui: bool = False) -> AgyRecord:
+        """The same record bound to ``cascade_id`` (DESIGN-NOTES §4: bound once, persisted)."""
+        return replace(self, cascade_id=cascade_id, follows_tui=follows_tui)
+
+
+def _typed(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    value = data[key]
+    # bool is an int subclass; a boolean pid or port is never right.
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(f"{key} has the wrong type")
+    return value
+
+
+def _optional(data: dict[str, Any], key: str, kind: type) -> Any:
+    return None if data.get(key) is None else _typed(data, key, kind)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStateDir:
+    """One conversation's private directory. Build it with :meth:`open`."""
+
+    path: Path
+
+    @classmethod
+    def open(cls, conversation_id: str, *, base: Path | None = None) -> Self:
+        """Create (or check) the directory for ``conversation_id`` under ``base``."""
+        root = (base if base is not None else default_state_base()).expanduser()
+        _ensure_private_dir(root, create_parents=True, base=True)
+        directory = root / state_key(conversation_id)
+        _ensure_private_dir(directory)
+        _ensure_private_dir(directory / "gemini")
+        return cls(directory)
+
+    @property
+    def key(self) -> str:
+        """The sanitised conversation key (the directory's name)."""
+        return self.path.name
+
+    @property
+    def log_file(self) -> Path:
+        """agy's ``--log-file``."""
+        return self.path / "agy.log"
+
+    @property
+    def gemini_dir(self) -> Path:
+        """agy's ``--gemini_dir``: isolates its state and config per session (WIRE.md §1)."""
+        return self.path / "gemini"
+
+    @property
+    def cursor_file(self) -> Path:
+        """The reader's durable cursor."""
+        return self.path / "cursor.json"
+
+    @property
+    def record_file(self) -> Path:
+        """The agy record (holds the CSRF token: 0600)."""
+        return self.path / "agy.json"
+
+    def read_record(self) -> AgyRecord | None:
+        """The stored record, or None when there is none."""
+        try:
+            fd = os.open(self.record_file, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StateDirError(
+                f"cannot open the agy record: {exc.strerror}",
+                path=self.record_file,
+                remediation="Remove the file; the next turn starts a fresh agy.",
+            ) from exc
+        with os.fdopen(fd, encoding="utf-8") as handle:
+            _check_private(os.fstat(handle.fileno()), self.record_file, want_dir=False)
+            text = handle.read()
+        try:
+            return AgyRecord.from_json(text)
+        except ValueError as exc:
+            raise StateDirError(
+                f"the agy record is unreadable: {exc}",
+                path=self.record_file,
+                remediation="Remove the file; the next turn starts a fresh agy.",
+            ) from exc
+
+    def write_record(self, record: AgyRecord) -> None:
+        """Store ``record`` atomically (temp file + rename) with mode 0600."""
+        write_private_file(self.record_file, record.to_json())
+
+    def clear_record(self) -> None:
+        """Forget the running agy (after it was stopped)."""
+        self.record_file.unlink(missing_ok=True)
+
+
+def write_private_file(path: Path, text: str) -> None:
+    """Atomically replace ``path`` with ``text``, mode 0600, never following a symlink."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _FILE_MODE)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _ensure_private_dir(path: Path, *, create_parents: bool = False, base: bool = False) -> None:
+    if create_parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=_DIR_MODE)
+    _check_private(os.lstat(path), path, want_dir=True, base=base)
+
+
+def _check_private(info: os.stat_result, path: Path, *, want_dir: bool, base: bool = False) -> None:
+    kind_ok = stat.S_ISDIR(info.st_mode) if want_dir else stat.S_ISREG(info.st_mode)
+    if not kind_ok:
+        raise StateDirError(
+            f"expected a {'directory' if want_dir else 'regular file'}, found something else "
+            "(a symlink?)",
+            path=path,
+            remediation="Remove it; omnigent-agy recreates its state on the next turn.",
+        )
+    if info.st_uid != os.getuid():
+        raise StateDirError(
+            f"owned by uid {info.st_uid}, not by you (uid {os.getuid()})",
+            path=path,
+            remediation="Another user must not own omnigent-agy state; remove it or set "
+            f"{STATE_DIR_ENV} to a directory of your own.",
+        )
+    # The base may be readable by others (a user-chosen directory); it must not be writable
+    # by them, or they could swap a session directory. Session dirs and files are private.
+    forbidden = 0o022 if base else 0o077
+    if stat.S_IMODE(info.st_mode) & forbidden:
+        mode = "0700" if want_dir else "0600"
+        raise StateDirError(
+            f"permissions {stat.S_IMODE(info.st_mode):04o} let other users in; it holds the "
+            "CSRF token",
+            path=path,
+            remediation=f"Run `chmod {mode} {path}` (and check nobody else read it), or remove it.",
+        )

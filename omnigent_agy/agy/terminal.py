@@ -1,0 +1,371 @@
+"""agy in a runner-owned tmux session (libtmux).
+
+agy is a TUI and needs a terminal (WIRE.md §1); it must also outlive one harness process so
+that a respawned one can re-attach (DESIGN-NOTES §4). So each agy runs in its own session on
+a dedicated tmux server (socket name ``omnigent-agy`` unless overridden), where a person can
+``tmux -L omnigent-agy attach -t <name>`` to watch it. Turns never go through the TUI
+(DESIGN-NOTES §2): :meth:`AgyTerminal.send_text` exists for people and TUI tests.
+
+The command line of agy holds its CSRF token (``--csrf_token=…``, WIRE.md §1). To keep it
+out of tmux's command lines (and libtmux's debug log, which prints every tmux command), the
+pane does not get the command directly: it runs ``python -m omnigent_agy.agy.terminal SPEC``, a
+tiny trampoline that reads argv, cwd and environment from a 0600 file, deletes the file and
+``exec``s agy — so the pane's pid *is* agy's pid.
+
+Panes keep ``remain-on-exit`` on, so when agy dies its last screen can still be captured
+to explain why (e.g. "not signed in").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shlex
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import libtmux
+import psutil
+from libtmux.exc import LibTmuxException
+from libtmux.pane import Pane
+
+from omnigent_agy.rpc.errors import AgyError
+
+__all__ = [
+    "DEFAULT_SOCKET_NAME",
+    "AgyTerminal",
+    "TerminalError",
+    "TerminalHost",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SOCKET_NAME = "omnigent-agy"
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
+# Big enough that agy's TUI lays out normally in a detached session.
+_COLUMNS, _ROWS = 200, 50
+_EXEC_FAILED = 127
+
+
+class TerminalError(AgyError):
+    """tmux could not start, find or stop an agy session."""
+
+    @property
+    def remediation(self) -> str:
+        """What a person can do about it."""
+        return "Check that tmux is installed (`omnigent-agy doctor`) and that the session exists."
+
+
+@dataclass(frozen=True, slots=True)
+class _LaunchFile:
+    path: Path
+    remove_dir: bool
+
+
+class TerminalHost:
+    """A tmux server that this runner owns, one session per agy."""
+
+    def __init__(
+        self,
+        *,
+        socket_name: str = DEFAULT_SOCKET_NAME,
+        config_file: str | None = os.devnull,
+        tmux_bin: str | None = None,
+    ) -> None:
+        # ``-f /dev/null``: a user's tmux.conf (default-command, hooks, base-index) must not
+        # change how agy is started; set config_file=None to load it.
+        self.socket_name = socket_name
+        self.server = libtmux.Server(
+            socket_name=socket_name, config_file=config_file, tmux_bin=tmux_bin
+        )
+
+    def __repr__(self) -> str:
+        return f"TerminalHost(socket_name={self.socket_name!r})"
+
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        private_dir: Path | None = None,
+        start_timeout: float = 10.0,
+    ) -> AgyTerminal:
+        """Run ``argv`` in a new session ``name``; returns once the process is running.
+
+        ``env`` is laid over the tmux server's environment. ``private_dir`` (0700) holds the
+        short-lived launch file; a fresh temporary directory is used when it is None.
+        """
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"tmux session name must match {_NAME.pattern}: {name!r}")
+        if not argv:
+            raise ValueError("argv must not be empty")
+        if self.find(name) is not None:
+            raise TerminalError(f"tmux session {name!r} already exists on {self.socket_name!r}")
+        launch = _write_launch_file(argv, cwd=cwd, env=env or {}, private_dir=private_dir)
+        try:
+            terminal = self._spawn(name, launch, cwd=cwd)
+            _wait_consumed(terminal, launch.path, start_timeout)
+        except BaseException:
+            launch.path.unlink(missing_ok=True)
+            if launch.remove_dir:
+                with contextlib.suppress(OSError):
+                    launch.path.parent.rmdir()
+            with contextlib.suppress(LibTmuxException):
+                if self.server.has_session(name):
+                    self.server.kill_session(name)
+            raise
+        logger.info("started %s in tmux session %s (pid %s)", argv[0], name, terminal.pid)
+        return terminal
+
+    def _spawn(self, name: str, launch: _LaunchFile, *, cwd: Path) -> AgyTerminal:
+        try:
+            # The placeholder keeps the pane alive until remain-on-exit is set; respawning it
+            # afterwards means even an instantly failing command leaves a capturable pane.
+            session = self.server.new_session(
+                session_name=name,
+                window_name="agy",
+                start_directory=cwd,
+                window_command="cat",
+                x=_COLUMNS,
+                y=_ROWS,
+            )
+            window = session.windows[0]
+            window.set_option("remain-on-exit", "on")
+            pane = window.panes[0]
+            trampoline = [sys.executable, "-m", "omnigent_agy.agy.terminal", str(launch.path)]
+            pane.respawn(kill=True, start_directory=cwd, shell=shlex.join(trampoline))
+        except LibTmuxException as exc:
+            raise TerminalError(f"tmux could not start session {name!r}: {exc}") from exc
+        return AgyTerminal(self, name)
+
+    def find(self, name: str) -> AgyTerminal | None:
+        """The session ``name`` if it exists (alive or with a dead pane), else None."""
+        try:
+            if not self.server.is_alive() or not self.server.has_session(name):
+                return None
+        except LibTmuxException:
+            return None
+        return AgyTerminal(self, name)
+
+    def names(self) -> list[str]:
+        """The names of every session on this server."""
+        if not self.server.is_alive():
+            return []
+        return [s.session_name for s in self.server.sessions if s.session_name]
+
+    @property
+    def socket_path(self) -> Path:
+        """Where tmux puts this server's socket (``$TMUX_TMPDIR``, else /tmp)."""
+        tmpdir = os.environ.get("TMUX_TMPDIR") or "/tmp"  # noqa: S108 - tmux's own default
+        return Path(tmpdir) / f"tmux-{os.getuid()}" / self.socket_name
+
+    def kill_server(self) -> None:
+        """Stop the whole tmux server and remove its socket (tests; clean-up)."""
+        if self.server.is_alive():
+            with contextlib.suppress(LibTmuxException):
+                self.server.kill()
+        # tmux leaves the socket file behind; the name is dedicated to us, and a socket with
+        # no live server behind it is only litter.
+        if not self.server.is_alive():
+            self.socket_path.unlink(missing_ok=True)
+
+
+class AgyTerminal:
+    """The tmux session running one agy."""
+
+    def __init__(self, host: TerminalHost, name: str) -> None:
+        self.host = host
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"AgyTerminal(name={self.name!r}, socket={self.host.socket_name!r})"
+
+    def _pane(self) -> Pane | None:
+        try:
+            session = self.host.server.sessions.get(session_name=self.name, default=None)
+        except LibTmuxException:
+            return None
+        if session is None or not session.windows or not session.windows[0].panes:
+            return None
+        return session.windows[0].panes[0]
+
+    @property
+    def pane_pid(self) -> int | None:
+        """The pid of the pane's process, or None when the session is gone."""
+        pane = self._pane()
+        if pane is None or not pane.pane_pid:
+            return None
+        return int(pane.pane_pid)
+
+    @property
+    def pid(self) -> int | None:
+        """agy's pid: the trampoline ``exec``s agy, so it is the pane's pid."""
+        return self.pane_pid
+
+    def is_alive(self) -> bool:
+        """Whether the session exists and its process is running."""
+        pane = self._pane()
+        if pane is None or pane.pane_dead == "1" or not pane.pane_pid:
+            return False
+        try:
+            return _running(psutil.Process(int(pane.pane_pid)))
+        except psutil.NoSuchProcess:
+            return False
+
+    def exit_status(self) -> int | None:
+        """The exit status once the pane's process has exited and tmux knows it, else None.
+
+        tmux 3.3 sometimes marks a pane dead without reaping its process (seen here: the
+        pane stays dead with an empty ``pane_dead_status``), so a dead pane can have no
+        status; use :meth:`is_alive` to tell whether agy still runs.
+        """
+        pane = self._pane()
+        if pane is None or pane.pane_dead != "1" or not pane.pane_dead_status:
+            return None
+        return int(pane.pane_dead_status)
+
+    def capture(self, *, history: bool = False) -> list[str]:
+        """The pane's visible screen (plus scroll-back with ``history``), trailing blanks cut."""
+        pane = self._pane()
+        if pane is None:
+            return []
+        lines = pane.capture_pane(start="-" if history else None)
+        while lines and not lines[-1].strip():
+            lines.pop()
+        return lines
+
+    def send_text(self, text: str, *, enter: bool = True) -> None:
+        """Type ``text`` into the TUI (people and TUI tests only, DESIGN-NOTES §2)."""
+        pane = self._pane()
+        if pane is None:
+            raise TerminalError(f"tmux session {self.name!r} is gone")
+        pane.send_keys(text, enter=False, literal=True)
+        if enter:
+            pane.send_keys("Enter", enter=False)
+
+    def stop(self, *, timeout: float = 5.0) -> None:
+        """Terminate agy's process group and descendants, escalate to SIGKILL after
+        ``timeout`` seconds, then remove the session."""
+        pid = self.pane_pid
+        if pid is not None and self.is_alive():
+            _terminate_tree(pid, timeout)
+        with contextlib.suppress(LibTmuxException):
+            if self.host.server.is_alive() and self.host.server.has_session(self.name):
+                self.host.server.kill_session(self.name)
+
+
+def _terminate_tree(pid: int, timeout: float) -> None:
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    # tmux makes each pane's process a session (and group) leader; signalling the group
+    # reaches helpers agy started in its own group, and the psutil walk reaches the rest.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGTERM)
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.terminate()
+    alive = _wait_dead(procs, timeout)
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    _wait_dead(alive, timeout)
+
+
+def _wait_dead(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait until every process has exited; returns the ones still running at the deadline.
+
+    A zombie counts as exited: tmux sometimes reaps a pane's process only when its session
+    is killed, and psutil.wait_procs would wait the whole timeout on it.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = [p for p in procs if _running(p)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.02)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _write_launch_file(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], private_dir: Path | None
+) -> _LaunchFile:
+    remove_dir = private_dir is None
+    directory = (
+        Path(tempfile.mkdtemp(prefix="omnigent-agy-")) if private_dir is None else private_dir
+    )
+    fd, name = tempfile.mkstemp(prefix=".launch-", suffix=".json", dir=directory)
+    # mkstemp creates the file 0600: it holds agy's argv, CSRF token included.
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(
+            {"argv": list(argv), "cwd": str(cwd), "env": dict(env), "remove_dir": remove_dir},
+            handle,
+        )
+    return _LaunchFile(Path(name), remove_dir)
+
+
+def _wait_consumed(terminal: AgyTerminal, path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while path.exists():
+        # Re-check the file after seeing the pane dead: the command may have been started
+        # (file consumed) and failed at once, which the caller learns from the terminal.
+        if not terminal.is_alive() and path.exists():
+            last_lines = [line for line in terminal.capture() if line.strip()][-5:]
+            raise TerminalError(
+                f"the tmux pane of {terminal.name!r} exited before starting its command: "
+                + " | ".join(last_lines)
+            )
+        if time.monotonic() > deadline:
+            raise TerminalError(f"the tmux pane of {terminal.name!r} did not start in {timeout} s")
+        time.sleep(0.02)
+
+
+def _exec_launch_file(path: Path) -> int:
+    """The trampoline: read the launch file, delete it, exec the command."""
+    with path.open(encoding="utf-8") as handle:
+        spec = json.load(handle)
+    path.unlink()
+    if spec.get("remove_dir"):
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()
+    argv: list[str] = spec["argv"]
+    env = {**os.environ, **spec["env"]}
+    try:
+        os.chdir(spec["cwd"])
+        os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is ours, never a shell string
+    except OSError as exc:
+        # Never print argv: it holds the CSRF token.
+        print(f"omnigent-agy: cannot start {argv[0]!r}: {exc.strerror}", file=sys.stderr)  # noqa: T201
+    return _EXEC_FAILED
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    """``python -m omnigent_agy.agy.terminal LAUNCH_FILE``."""
+    argv = list(sys.argv[1:] if args is None else args)
+    if len(argv) != 1:
+        print("usage: python -m omnigent_agy.agy.terminal LAUNCH_FILE", file=sys.stderr)  # noqa: T201
+        return 2
+    return _exec_launch_file(Path(argv[0]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

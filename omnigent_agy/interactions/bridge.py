@@ -1,0 +1,528 @@
+"""The interaction bridge: agy's WAITING steps → policy or a person → the answer back to agy.
+
+One `InteractionBridge` per cascade. The reader announces each gate as an
+`InteractionRequested`; `handle()` runs the whole flow for one gate:
+
+1. **Re-read** the steps from the announced index (never the whole trajectory): a stale
+   announcement (answered in the TUI, timed out without a retry) ends here as GONE.
+2. **Decide.** A permission goes to the host's policy first (ALLOW / DENY decide, ASK goes
+   on), then to the plugin's rules (`policy.decide`: deny rules, the `agy_permission_decision`
+   hook, allow rules, the mode), then to the person as a card. Questions and MCP elicitations
+   go to the person; answers are checked against the options offered and the person is asked
+   again, with the valid options named, until they fit — nothing invalid is ever sent.
+3. **Deliver** to the *freshest* WAITING step of that kind: agy times a gate out and re-opens
+   it at a higher step index (WIRE.md §6), so the steps are read again right before sending.
+   If the request changed meanwhile, the person is asked again. A failed call is told apart by
+   re-reading the step: no longer WAITING means it timed out (look for the retry), still
+   WAITING means agy refused the answer's shape (`InteractionDeliveryError`).
+
+A deny is an answer: agy receives ``allow: false`` and carries on (DESIGN-NOTES §1). Only a
+dismissed prompt ends the turn (`InteractionOutcome.dismissed`); agy is sent a refusal first
+so it is not left parked. Concurrent `handle()` calls for one gate — or for a gate and agy's
+retry of it — are serialised: the later one waits, re-checks and usually finds nothing left.
+
+`deny_pending()` is the interrupt: CancelCascadeSteps does nothing to a WAITING step
+(WIRE.md §3), so every gate is refused on the wire and every pending prompt is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Final
+
+from omnigent_agy.interactions.gates import (
+    ANSWER_FIELDS,
+    REFUSALS,
+    Gate,
+    elicitation_card,
+    elicitation_payload,
+    gate_of,
+    gates_in,
+    permission_card,
+    permission_payload,
+    permission_request_for,
+    question_payload,
+)
+from omnigent_agy.interactions.policy import (
+    PermissionDecision,
+    PermissionPolicy,
+    PermissionRequest,
+    Scope,
+    decide,
+)
+from omnigent_agy.interactions.prompts import (
+    ElicitationAction,
+    ElicitationAnswer,
+    HostPrompts,
+    PermissionAnswer,
+    PolicyAction,
+    PolicyVerdict,
+    PromptUnavailableError,
+    QuestionForm,
+    answer_problem,
+)
+from omnigent_agy.reading.events import InteractionRequested
+from omnigent_agy.reading.steps import InteractionKind, JsonObject, StepKey, int64, obj, seq
+from omnigent_agy.rpc.client import TRANSIENT_CODES, RpcClient
+from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError
+
+if TYPE_CHECKING:
+    import pluggy
+
+__all__ = [
+    "InteractionBridge",
+    "InteractionDeliveryError",
+    "InteractionOutcome",
+    "OutcomeStatus",
+]
+
+_logger = logging.getLogger(__name__)
+
+_MAX_INVALID_ANSWERS: Final = 5  # then agy is told the question was cancelled
+_MAX_DELIVERY_ATTEMPTS: Final = 6  # each one follows a timeout-and-retry or a transient error
+_MAX_REASKS: Final = 5  # the request changed while the person was deciding
+
+
+class InteractionDeliveryError(AgyError):
+    """agy refused an answer while its step was still waiting: the answer's shape is wrong.
+
+    `cause` is agy's error. This is a bug in the plugin (or a changed agy), never something
+    the person did; the step stays WAITING until agy times it out.
+    """
+
+    code = "agy_protocol_error"  # failures.failure_for reads it
+
+    def __init__(self, message: str, *, cause: RpcError | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+class OutcomeStatus(enum.StrEnum):
+    ANSWERED = "answered"  # an answer (a person's or a policy's) reached agy
+    DISMISSED = "dismissed"  # the person closed the prompt; agy got a refusal; end the turn
+    REFUSED = "refused"  # the host could not ask; agy got a refusal (or nothing, if unknown)
+    INTERRUPTED = "interrupted"  # deny_pending() refused it
+    GONE = "gone"  # no longer waiting and no retry to answer: nothing to do
+    DUPLICATE = "duplicate"  # an earlier handle() of the same gate dealt with it
+
+
+@dataclass(frozen=True, slots=True)
+class InteractionOutcome:
+    """What `handle()` did. `decided_by` names the person, the host policy or the rule."""
+
+    status: OutcomeStatus
+    request: InteractionRequested
+    delivered_to: StepKey | None = None
+    payload: Mapping[str, object] | None = field(default=None, compare=False)
+    decided_by: str = ""
+    detail: str = ""
+
+    @property
+    def dismissed(self) -> bool:
+        """The person closed the prompt without answering: the executor ends the turn."""
+        return self.status is OutcomeStatus.DISMISSED
+
+    @property
+    def delivered(self) -> bool:
+        return self.delivered_to is not None
+
+
+class _Interrupted(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """deny_pending() took this gate over."""
+
+
+@dataclass(eq=False, slots=True)
+class _Handling:
+    """One gate in the hands of `handle()`: where it started and the live gate it answers."""
+
+    origin: Gate
+    current: Gate
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    # One delivery at a time per gate: the person's answer or an interrupt's refusal.
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    host_task: asyncio.Task[Any] | None = None
+    interrupted: bool = False
+
+    def claims(self, gate: Gate) -> bool:
+        return gate.id in (self.origin.id, self.current.id)
+
+    def covers(self, gate: Gate) -> bool:
+        """`gate` is this one, or agy's retry of it at a higher index (WIRE.md §6)."""
+        return self.claims(gate) or (
+            self.origin.same_kind(gate)
+            and self.origin.subject == gate.subject
+            and self.origin.key.step_index < gate.key.step_index
+        )
+
+
+def _interrupted(handling: _Handling) -> bool:
+    # A function, not the attribute inline: deny_pending() flips it while we await, which
+    # attribute narrowing cannot know.
+    return handling.interrupted
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    payload: Mapping[str, object]
+    status: OutcomeStatus
+    decided_by: str
+    detail: str = ""
+
+
+# --- the bridge ------------------------------------------------------------------------------
+
+
+class InteractionBridge:
+    """Answers agy's gates for one cascade; every call runs on the owner loop of `client`."""
+
+    def __init__(
+        self,
+        *,
+        client: RpcClient,
+        cascade_id: str,
+        prompts: HostPrompts,
+        policy: PermissionPolicy,
+        plugin_manager: pluggy.PluginManager | None = None,
+        log: logging.Logger | None = None,
+    ) -> None:
+        self._client = client
+        self._cascade_id = cascade_id
+        self._prompts = prompts
+        self._policy = policy
+        self._plugins = plugin_manager
+        self._log = log or _logger
+        self._handlings: list[_Handling] = []
+
+    @property
+    def cascade_id(self) -> str:
+        return self._cascade_id
+
+    @property
+    def pending(self) -> int:
+        """How many gates `handle()` is working on now."""
+        return len(self._handlings)
+
+    async def handle(self, request: InteractionRequested) -> InteractionOutcome:
+        """The full flow for one announced gate. Cancellable; never leaves a task behind."""
+        gate = gate_of(request)
+        joined = False
+        while (other := next((h for h in self._handlings if h.covers(gate)), None)) is not None:
+            joined = True  # the same gate, or agy's retry of it: wait, then re-check
+            await other.done.wait()
+        handling = _Handling(origin=gate, current=gate)
+        self._handlings.append(handling)
+        try:
+            outcome = await self._run(handling)
+        except _Interrupted:
+            outcome = InteractionOutcome(
+                OutcomeStatus.INTERRUPTED, request, decided_by="interrupt", detail="turn stopped"
+            )
+        finally:
+            self._handlings.remove(handling)
+            handling.done.set()
+        if joined and outcome.status is OutcomeStatus.GONE:
+            return replace(outcome, status=OutcomeStatus.DUPLICATE)
+        return outcome
+
+    async def deny_pending(self) -> bool:
+        """Interrupt: refuse every gate on the wire, cancel the prompts; True if any was."""
+        handlings = list(self._handlings)
+        for handling in handlings:
+            handling.interrupted = True
+            if handling.host_task is not None:
+                handling.host_task.cancel()
+        denied = False
+        for handling in handlings:
+            async with handling.lock:
+                denied |= await self._refuse(handling)
+        return await self._refuse_unhandled() or denied
+
+    # -- the flow ------------------------------------------------------------------------
+
+    async def _run(self, handling: _Handling) -> InteractionOutcome:
+        request = handling.origin.request
+        if request.kind not in ANSWER_FIELDS:
+            self._log.warning(
+                "agy asks for an interaction of an unknown kind at step %d; it cannot be "
+                "answered from here: answer it in agy's terminal",
+                request.key.step_index,
+            )
+            return InteractionOutcome(OutcomeStatus.REFUSED, request, detail="unknown kind")
+        live = await self._locate(handling)
+        if live is None:
+            return InteractionOutcome(
+                OutcomeStatus.GONE, request, detail="agy is no longer waiting for this"
+            )
+        handling.current = live
+        note: str | None = None
+        for _ in range(_MAX_REASKS):
+            answer = await self._decide(handling, note)
+            async with handling.lock:
+                if handling.interrupted:
+                    raise _Interrupted
+                result = await self._deliver(handling, answer.payload)
+            if isinstance(result, StepKey):
+                return InteractionOutcome(
+                    answer.status,
+                    request,
+                    delivered_to=result,
+                    payload=answer.payload,
+                    decided_by=answer.decided_by,
+                    detail=answer.detail,
+                )
+            if result is None:
+                return InteractionOutcome(
+                    OutcomeStatus.GONE,
+                    request,
+                    decided_by=answer.decided_by,
+                    detail="agy stopped waiting before the answer arrived (and made no retry)",
+                )
+            handling.current = result
+            note = "agy changed its request while you were deciding; please answer again"
+        raise InteractionDeliveryError(
+            f"agy's request at step {handling.current.key.step_index} kept changing; "
+            "answer it in agy's terminal"
+        )
+
+    async def _decide(self, handling: _Handling, note: str | None) -> _Answer:
+        kind = handling.current.request.kind
+        if kind == InteractionKind.PERMISSION:
+            return await self._decide_permission(handling, note)
+        if kind == InteractionKind.ASK_QUESTION:
+            return await self._ask_questions(handling, note)
+        return await self._ask_elicitation(handling)
+
+    async def _decide_permission(self, handling: _Handling, note: str | None) -> _Answer:
+        request = handling.current.request
+        judged = permission_request_for(request)
+        verdict = await self._host_verdict(handling, judged)
+        if verdict.action is not PolicyAction.ASK:
+            allow = verdict.action is PolicyAction.ALLOW
+            why = f"host policy ({verdict.reason})" if verdict.reason else "host policy"
+            self._log.info("permission %s by %s: %s", verdict.action.value, why, judged.summary())
+            return _Answer(permission_payload(allow=allow), OutcomeStatus.ANSWERED, why)
+        decision = self._plugin_decision(judged)
+        if decision is not None:  # policy.decide has logged it with its rule
+            why = decision.source + (f" {decision.rule!r}" if decision.rule else "")
+            payload = permission_payload(
+                allow=decision.allowed, for_conversation=decision.scope is Scope.CONVERSATION
+            )
+            return _Answer(payload, OutcomeStatus.ANSWERED, why, decision.reason)
+        card = permission_card(request, note)
+        try:
+            choice = await self._host(handling, self._prompts.ask_permission(card))
+        except PromptUnavailableError as exc:
+            self._log.warning("cannot ask about %s (%s): denied", judged.summary(), exc)
+            return _Answer(permission_payload(allow=False), OutcomeStatus.REFUSED, "host", str(exc))
+        if choice is None:
+            return _Answer(permission_payload(allow=False), OutcomeStatus.DISMISSED, "person")
+        payload = permission_payload(
+            allow=choice is not PermissionAnswer.DENY,
+            for_conversation=choice is PermissionAnswer.ALLOW_CONVERSATION,
+        )
+        return _Answer(payload, OutcomeStatus.ANSWERED, "person", choice.value)
+
+    async def _host_verdict(self, handling: _Handling, judged: PermissionRequest) -> PolicyVerdict:
+        try:
+            return await self._host(handling, self._prompts.evaluate_policy(judged))
+        except _Interrupted:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failing host policy must not allow; ask on
+            self._log.warning("the host policy failed on %s (%s): asking", judged.summary(), exc)
+            return PolicyVerdict(PolicyAction.ASK)
+
+    def _plugin_decision(self, judged: PermissionRequest) -> PermissionDecision | None:
+        try:
+            return decide(judged, self._policy, self._plugins)
+        # A broken policy plugin: the person decides instead; it never turns into "allow".
+        except Exception:  # noqa: BLE001
+            self._log.exception("the permission policy failed on %s: asking", judged.summary())
+            return None
+
+    async def _ask_questions(self, handling: _Handling, note: str | None) -> _Answer:
+        form = QuestionForm(handling.current.request.call_id, handling.current.request.questions)
+        form = replace(form, note=note)
+        for _ in range(_MAX_INVALID_ANSWERS):
+            try:
+                answers = await self._host(handling, self._prompts.ask_questions(form))
+            except PromptUnavailableError as exc:
+                self._log.warning("cannot show agy's question (%s): cancelled", exc)
+                cancel = REFUSALS[InteractionKind.ASK_QUESTION]
+                return _Answer(cancel, OutcomeStatus.REFUSED, "host", str(exc))
+            if answers is None:
+                cancel = REFUSALS[InteractionKind.ASK_QUESTION]
+                return _Answer(cancel, OutcomeStatus.DISMISSED, "person")
+            problem = answer_problem(form, answers)
+            if problem is None:
+                return _Answer(question_payload(form, answers), OutcomeStatus.ANSWERED, "person")
+            self._log.info("answer refused, asking again: %s", problem)
+            form = replace(form, error=problem)
+        detail = f"no valid answer after {_MAX_INVALID_ANSWERS} tries"
+        return _Answer(
+            REFUSALS[InteractionKind.ASK_QUESTION], OutcomeStatus.REFUSED, "host", detail
+        )
+
+    async def _ask_elicitation(self, handling: _Handling) -> _Answer:
+        card = elicitation_card(handling.current.request)
+        try:
+            answer = await self._host(handling, self._prompts.ask_elicitation(card))
+        except PromptUnavailableError as exc:
+            self._log.warning("cannot show %s's MCP form (%s): declined", card.server, exc)
+            decline = elicitation_payload(ElicitationAnswer(ElicitationAction.DECLINE))
+            return _Answer(decline, OutcomeStatus.REFUSED, "host", str(exc))
+        if answer is None:
+            cancel = REFUSALS[InteractionKind.ELICITATION]
+            return _Answer(cancel, OutcomeStatus.DISMISSED, "person")
+        return _Answer(elicitation_payload(answer), OutcomeStatus.ANSWERED, "person")
+
+    async def _host[T](self, handling: _Handling, call: Coroutine[Any, Any, T]) -> T:
+        """Await one host call as a task deny_pending() can cancel."""
+        if handling.interrupted:
+            call.close()
+            raise _Interrupted
+        task = asyncio.ensure_future(call)
+        handling.host_task = task
+        try:
+            return await task  # if handle() is cancelled, asyncio cancels the task too
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if _interrupted(handling) and (current is None or current.cancelling() == 0):
+                raise _Interrupted from None
+            raise
+        finally:
+            handling.host_task = None
+
+    # -- reading and delivering ----------------------------------------------------------
+
+    async def _waiting_gates(self, offset: int) -> list[Gate]:
+        """Every WAITING gate from `offset` on, read with one GetCascadeTrajectorySteps."""
+        steps = await self._client.get_cascade_trajectory_steps(
+            self._cascade_id, step_offset=offset
+        )
+        gates: list[Gate] = []
+        for position, step in enumerate(steps):
+            gates.extend(gates_in(step, offset + position, cascade_id=self._cascade_id))
+        return gates
+
+    async def _locate(self, handling: _Handling) -> Gate | None:
+        """The live gate `handling` should answer: the same request where it was, else agy's
+        freshest retry of it, else the freshest unclaimed gate of that kind; None if none."""
+        current = handling.current
+        gates = [
+            gate
+            for gate in await self._waiting_gates(handling.origin.key.step_index)
+            if gate.same_kind(current)
+            and not any(h is not handling and h.claims(gate) for h in self._handlings)
+        ]
+        same = [gate for gate in gates if gate.subject == current.subject]
+        here = [gate for gate in same if gate.key.step_index == current.key.step_index]
+        candidates = here or same or gates
+        return max(candidates, key=lambda gate: gate.key.step_index, default=None)
+
+    async def _deliver(
+        self, handling: _Handling, payload: Mapping[str, object]
+    ) -> StepKey | Gate | None:
+        """Send `payload` to the live gate: its key, the changed gate to ask about, or None."""
+        asked = handling.current.subject
+        for _ in range(_MAX_DELIVERY_ATTEMPTS):
+            live = await self._locate(handling)
+            if live is None:
+                return None
+            if live.subject != asked:
+                return live
+            handling.current = live
+            try:
+                await self._send(live, payload)
+            except CsrfError:
+                raise
+            except RpcError as exc:
+                if not await self._failed_meanwhile(live, exc):
+                    continue
+                raise InteractionDeliveryError(
+                    f"agy refused the answer to step {live.key.step_index} while still waiting "
+                    f"for it ({exc}); please report this with `omnigent-agy doctor` output",
+                    cause=exc,
+                ) from exc
+            return live.key
+        raise InteractionDeliveryError(
+            f"could not deliver the answer to step {handling.current.key.step_index} after "
+            f"{_MAX_DELIVERY_ATTEMPTS} attempts; answer it in agy's terminal"
+        )
+
+    async def _failed_meanwhile(self, gate: Gate, exc: RpcError) -> bool:
+        """After a failed send: True when the failure is the answer's own fault.
+
+        agy answers 500 "input not registered" both for a malformed answer and for a step
+        that timed out meanwhile (WIRE.md §6): only the step's status tells them apart. A
+        still-waiting step after a transient failure never got the answer, so sending again
+        is safe although the call is not idempotent.
+        """
+        steps = await self._client.get_cascade_trajectory_steps(
+            self._cascade_id, step_offset=gate.key.step_index
+        )
+        step: JsonObject = steps[0] if steps else {}
+        still = gates_in(step, gate.key.step_index, cascade_id=self._cascade_id)
+        still = [g for g in still if g.id == gate.id]
+        if not still:
+            self._log.info(
+                "step %d stopped waiting while the answer was on its way (%s): looking for "
+                "agy's retry",
+                gate.key.step_index,
+                exc.code.value,
+            )
+            return False
+        return exc.code not in TRANSIENT_CODES
+
+    async def _send(self, gate: Gate, payload: Mapping[str, object]) -> None:
+        await self._client.handle_cascade_user_interaction(
+            self._cascade_id,
+            trajectory_id=gate.key.trajectory_id,
+            step_index=gate.key.step_index,
+            **{ANSWER_FIELDS[gate.request.kind]: payload},
+        )
+
+    async def _refuse(self, handling: _Handling) -> bool:
+        refusal = REFUSALS.get(handling.current.request.kind)
+        if refusal is None:
+            return False
+        try:
+            result = await self._deliver(handling, refusal)
+        except (RpcError, InteractionDeliveryError) as exc:
+            self._log.warning("refusing agy's pending %s failed: %s", handling.origin.key, exc)
+            return False
+        if isinstance(result, StepKey):
+            self._log.info("interrupt: refused agy's gate at step %d", result.step_index)
+            return True
+        return False
+
+    async def _refuse_unhandled(self) -> bool:
+        """Refuse gates nobody is handling yet (announced, not yet passed to handle())."""
+        try:
+            summaries = await self._client.get_all_cascade_trajectories()
+            summary = obj(obj(summaries.get("trajectorySummaries")).get(self._cascade_id))
+            indices = [
+                int64(obj(w).get("stepIndex")) or 0 for w in seq(summary.get("waitingSteps"))
+            ]
+            gates = await self._waiting_gates(min(indices)) if indices else []
+        except RpcError as exc:
+            self._log.warning("interrupt: could not list agy's waiting steps: %s", exc)
+            return False
+        denied = False
+        for gate in gates:
+            refusal = REFUSALS.get(gate.request.kind)
+            if refusal is None or any(h.claims(gate) for h in self._handlings):
+                continue
+            try:
+                await self._send(gate, refusal)
+            except RpcError as exc:
+                self._log.warning(
+                    "interrupt: refusing step %d failed: %s", gate.key.step_index, exc
+                )
+                continue
+            self._log.info("interrupt: refused agy's gate at step %d", gate.key.step_index)
+            denied = True
+        return denied

@@ -1,0 +1,339 @@
+"""User configuration: the enable flag, the agy executable and the permission policy.
+
+Everything lives under ``harness.agy-cli`` in omnigent's own user config file
+(``~/.omnigent/config.yaml``, or ``$OMNIGENT_CONFIG_HOME/config.yaml`` as omnigent reads
+it). omnigent itself reads ``command`` and ``args`` from that same mapping and ignores
+the rest, so the two never disagree about the executable. The schema and the precedence
+of environment variables are in docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from omnigent_agy.interactions.hooks import HARNESS_ID
+from omnigent_agy.interactions.policy import (
+    InvalidRuleError,
+    PermissionMode,
+    PermissionPolicy,
+    Rule,
+    parse_rule,
+)
+from omnigent_agy.rpc.errors import AgyError
+
+ENV_ENABLED = "OMNIGENT_AGY_CLI_ENABLED"
+# The same name omnigent derives for a harness binary override (OMNIGENT_<ID>_PATH).
+ENV_PATH = "OMNIGENT_AGY_CLI_PATH"
+ENV_CONFIG_HOME = "OMNIGENT_CONFIG_HOME"
+DEFAULT_EXECUTABLE = "agy"
+INSTALL_HINT = "curl -fsSL https://antigravity.google/cli/install.sh | bash"
+KEY = f"harness.{HARNESS_ID}"
+_KNOWN_KEYS = ("enabled", "command", "args", "keep_agy_running", "tmux_socket", "permissions")
+_TMUX_SOCKET = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_PERMISSION_KEYS = ("mode", "allow", "deny")
+
+
+class ConfigError(AgyError):
+    """The user's configuration cannot be used; the message names the key and the fix."""
+
+    code = "agy_config_invalid"
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class AgyNotFoundError(AgyError):
+    """The agy executable cannot be found; ``remediation`` says how to provide it."""
+
+    code = "agy_not_installed"
+
+    def __init__(self, message: str, *, remediation: str) -> None:
+        super().__init__(f"{message}. {remediation}")
+        self.remediation = remediation
+
+
+@dataclass(frozen=True, slots=True)
+class AgyConfig:
+    """The effective configuration; ``enabled_source`` names where the flag came from."""
+
+    path: Path
+    enabled: bool = False
+    enabled_source: str = "default"
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    keep_agy_running: bool = True
+    tmux_socket: str | None = None
+    """The tmux socket name (`tmux -L NAME`) agy runs under; None: the default."""
+    permissions: PermissionPolicy = field(default_factory=PermissionPolicy)
+
+
+def default_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """omnigent's user config file, resolved now (not at import) so HOME can change."""
+    env = os.environ if env is None else env
+    if config_home := env.get(ENV_CONFIG_HOME):
+        return Path(config_home) / "config.yaml"
+    return Path.home() / ".omnigent" / "config.yaml"
+
+
+def read_config_file(path: Path) -> dict[str, object]:
+    """The whole YAML document as a mapping; an absent or empty file is ``{}``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from exc
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path} must hold a mapping at the top level")
+    return document
+
+
+def _section(document: Mapping[str, object]) -> Mapping[str, object]:
+    # omnigent also accepts ``harness: <default id>`` (a scalar); then we have no block.
+    harness = document.get("harness")
+    if not isinstance(harness, dict):
+        return {}
+    section = harness.get(HARNESS_ID)
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise ConfigError(
+            f"{KEY} must be a mapping (e.g. 'enabled: true'), not {type(section).__name__}",
+            key=KEY,
+        )
+    return section
+
+
+def _bool(section: Mapping[str, object], name: str, default: bool) -> bool:
+    value = section.get(name, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{KEY}.{name} must be true or false, not {value!r}", key=f"{KEY}.{name}")
+    return value
+
+
+def _env_flag(env: Mapping[str, str]) -> bool | None:
+    raw = env.get(ENV_ENABLED, "").strip()
+    if not raw:
+        return None
+    if raw in ("1", "0"):
+        return raw == "1"
+    raise ConfigError(
+        f"{ENV_ENABLED}={raw!r} is not understood; set it to 1 (enable) or 0 (disable), "
+        "or unset it to use the config file",
+        key=ENV_ENABLED,
+    )
+
+
+def _rules(permissions: Mapping[str, object], name: str) -> tuple[Rule, ...]:
+    key = f"{KEY}.permissions.{name}"
+    texts = permissions.get(name, [])
+    if texts is None:
+        return ()
+    if not isinstance(texts, list):
+        raise ConfigError(f"{key} must be a list of rules like 'command(git status)'", key=key)
+    rules: list[Rule] = []
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ConfigError(f"{key}[{index}] must be a string, not {text!r}", key=key)
+        try:
+            rules.append(parse_rule(text))
+        except InvalidRuleError as exc:
+            raise ConfigError(f"{key}[{index}]: {exc}", key=f"{key}[{index}]") from exc
+    return tuple(rules)
+
+
+def _permissions(section: Mapping[str, object]) -> PermissionPolicy:
+    raw = section.get("permissions")
+    if raw is None:
+        return PermissionPolicy()
+    key = f"{KEY}.permissions"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key} must be a mapping with mode, allow and deny", key=key)
+    _reject_unknown(raw, _PERMISSION_KEYS, key)
+    mode_text = raw.get("mode", PermissionMode.ASK.value)
+    try:
+        mode = PermissionMode(mode_text)
+    except ValueError:
+        modes = ", ".join(mode.value for mode in PermissionMode)
+        raise ConfigError(
+            f"{key}.mode {mode_text!r} is not a mode; use one of {modes}", key=f"{key}.mode"
+        ) from None
+    return PermissionPolicy(mode, _rules(raw, "allow"), _rules(raw, "deny"))
+
+
+def _reject_unknown(mapping: Mapping[str, object], known: tuple[str, ...], key: str) -> None:
+    for name in mapping:
+        if name not in known:
+            close = difflib.get_close_matches(str(name), known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+            raise ConfigError(f"{key}.{name} is not a setting; {hint}", key=f"{key}.{name}")
+
+
+def parse_config(
+    document: Mapping[str, object], *, path: Path, env: Mapping[str, str] | None = None
+) -> AgyConfig:
+    """Validate the ``harness.agy-cli`` block of ``document`` and apply the environment."""
+    env = os.environ if env is None else env
+    section = _section(document)
+    _reject_unknown(section, _KNOWN_KEYS, KEY)
+    enabled, source = (
+        _bool(section, "enabled", False),
+        "file" if "enabled" in section else "default",
+    )
+    flag = _env_flag(env)
+    if flag is not None:
+        enabled, source = flag, ENV_ENABLED
+    command = section.get("command")
+    if command is not None and (not isinstance(command, str) or not command.strip()):
+        raise ConfigError(f"{KEY}.command must be a path or a name on PATH", key=f"{KEY}.command")
+    args = section.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
+        raise ConfigError(f"{KEY}.args must be a list of strings", key=f"{KEY}.args")
+    socket = section.get("tmux_socket")
+    if socket is not None and (not isinstance(socket, str) or not _TMUX_SOCKET.fullmatch(socket)):
+        raise ConfigError(
+            f"{KEY}.tmux_socket must be a socket name of letters, digits, '.', '_' or '-' "
+            f"(as in `tmux -L NAME`), not {socket!r}",
+            key=f"{KEY}.tmux_socket",
+        )
+    return AgyConfig(
+        path=path,
+        enabled=enabled,
+        enabled_source=source,
+        command=command.strip() if command else None,
+        args=tuple(args),
+        keep_agy_running=_bool(section, "keep_agy_running", True),
+        tmux_socket=socket,
+        permissions=_permissions(section),
+    )
+
+
+def load_config(path: Path | None = None, *, env: Mapping[str, str] | None = None) -> AgyConfig:
+    """Read and validate the configuration; raises ``ConfigError`` naming the bad key."""
+    path = path or default_config_path(env)
+    return parse_config(read_config_file(path), path=path, env=env)
+
+
+def resolve_executable(config: AgyConfig, env: Mapping[str, str] | None = None) -> Path:
+    """``OMNIGENT_AGY_CLI_PATH``, else ``harness.agy-cli.command``, else ``agy`` on PATH."""
+    env = os.environ if env is None else env
+    override = env.get(ENV_PATH, "").strip()
+    source, value = (
+        (ENV_PATH, override)
+        if override
+        else (f"{KEY}.command", config.command)
+        if config.command
+        else ("PATH", DEFAULT_EXECUTABLE)
+    )
+    # An explicit choice that does not resolve is an error, never a silent fall back
+    # to another agy: the user asked for that binary (e.g. the simulator).
+    candidate = Path(value).expanduser()
+    if candidate.is_absolute() or os.sep in value:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate.absolute()
+        found = None
+    else:
+        found = shutil.which(value, path=env.get("PATH", os.defpath))
+    if found is not None:
+        return Path(found).absolute()
+    if source == "PATH":
+        raise AgyNotFoundError(
+            "agy (the Antigravity CLI) is not on PATH",
+            remediation=f"Install it with `{INSTALL_HINT}`, or set {ENV_PATH} or {KEY}.command "
+            "to its path; then run `omnigent-agy doctor`",
+        )
+    raise AgyNotFoundError(
+        f"{source} is {value!r}, which is not an executable file",
+        remediation=f"Fix or unset {source}; `omnigent-agy config` shows what is in effect",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EnableChange:
+    path: Path
+    before: bool | None
+    after: bool
+    backup: Path | None = None
+
+
+def set_enabled(path: Path, enabled: bool) -> EnableChange:
+    """Write ``harness.agy-cli.enabled`` keeping every other key of the file.
+
+    The file is rewritten atomically with its permissions kept (new files are 0600).
+    PyYAML does not keep comments, so a file that had any is first copied to ``.bak``.
+    """
+    document = read_config_file(path)
+    harness = _harness_mapping(document.get("harness"), path)
+    section = harness.get(HARNESS_ID)
+    if section is None:
+        section = {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"{KEY} must be a mapping; fix it before enabling", key=KEY)
+    before = section.get("enabled")
+    section["enabled"] = enabled
+    harness[HARNESS_ID] = section
+    document["harness"] = harness
+    backup = _backup_if_commented(path)
+    _write_atomically(path, yaml.safe_dump(document, default_flow_style=False, sort_keys=False))
+    return EnableChange(path, before if isinstance(before, bool) else None, enabled, backup)
+
+
+def _harness_mapping(harness: object, path: Path) -> dict[str, object]:
+    if isinstance(harness, str):
+        # omnigent's scalar form names the default harness; keep it as ``default``.
+        return {"default": harness}
+    if harness is None:
+        return {}
+    if not isinstance(harness, dict):
+        raise ConfigError(
+            f"{path}: 'harness' must be a mapping; fix it before enabling", key="harness"
+        )
+    return harness
+
+
+def _backup_if_commented(path: Path) -> Path | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    if not any(line.lstrip().startswith("#") or " #" in line for line in text.splitlines()):
+        return None
+    backup = path.with_name(path.name + ".bak")
+    _write_atomically(backup, text, mode_from=path)
+    return backup
+
+
+def _write_atomically(path: Path, text: str, *, mode_from: Path | None = None) -> None:
+    try:
+        mode = stat.S_IMODE((mode_from or path).stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o600
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

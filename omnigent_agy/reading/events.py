@@ -1,0 +1,290 @@
+"""The host-agnostic events the step mapper emits; the omnigent executor translates them.
+
+Identity (DESIGN-NOTES §5): every event that becomes an omnigent item carries a stable id built
+from the step that produced it (`StepKey.item_id`, `call_id`), never from anything that differs
+between a streamed and a polled copy of the step. Events are values: frozen, slotted, compared
+by content. Those that carry JSON objects (`raw`, `arguments`, `spec`, …) are not hashable.
+
+Text deltas are *splices* on the step's text: ``text = text[:delta.offset] + delta.text``
+(`apply_delta`). While agy only appends, `offset` equals the length streamed so far and this is
+plain concatenation; if agy rewrites text already streamed, the mapper emits one delta whose
+offset is the length of the common prefix (its text may be empty when agy only cut text).
+Either way, applying a step's deltas in order yields its committed `AssistantMessage.text`
+exactly; a step first seen already settled (after a reconnect) gets one delta with all of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from omnigent_agy.reading.steps import (
+    InteractionKind,
+    JsonObject,
+    ModelUsage,
+    Question,
+    StepKey,
+)
+from omnigent_agy.reading.tool_steps import ToolOutcome
+
+__all__ = [
+    "AssistantMessage",
+    "ErrorReported",
+    "Event",
+    "InteractionRequested",
+    "InteractionResolved",
+    "ModelChanged",
+    "ReasoningDelta",
+    "SubAgentEvent",
+    "SubAgentFinished",
+    "SubAgentStarted",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolOutcome",
+    "TurnBoundary",
+    "UnknownStep",
+    "UsageReported",
+    "apply_delta",
+    "turn_usage",
+]
+
+# --- assistant output ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """New assistant text of a PLANNER_RESPONSE step (`plannerResponse.modifiedResponse`)."""
+
+    key: StepKey
+    offset: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """New reasoning text of a PLANNER_RESPONSE step (`plannerResponse.thinking`)."""
+
+    key: StepKey
+    offset: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """The committed text of a settled PLANNER_RESPONSE: published once, as item `key.item_id`.
+
+    `status` is the step's final status: DONE normally, CANCELED/ERROR/… when agy stopped it
+    after some text had been generated (that text is committed so nothing shown is lost).
+    """
+
+    key: StepKey
+    text: str
+    status: str
+    message_id: str | None = None
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """A tool step agy is running itself (RUN_COMMAND, VIEW_FILE, …, or an unknown type).
+
+    `call_id` is `key.item_id`; `agy_call_id` is `metadata.toolCall.id` when the step carried it
+    (polls do, the stream does not: WIRE.md §4), for logs only.
+    """
+
+    call_id: str
+    key: StepKey
+    name: str
+    arguments: JsonObject
+    step_type: str
+    title: str | None = None  # metadata.toolSummary, e.g. "Run pwd command"
+    description: str | None = None  # metadata.toolAction, e.g. "Running pwd command"
+    agy_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    """The settled result of a tool step; `output` is capped (`truncated` then True)."""
+
+    call_id: str
+    key: StepKey
+    name: str
+    outcome: ToolOutcome  # defined in tool_steps, re-exported here
+    output: str
+    exit_code: int | None = None
+    truncated: bool = False
+    error: str | None = None
+
+
+# --- turn, model, usage, errors --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TurnBoundary:
+    """A USER_INPUT step: a new turn starts. Never re-emitted as a user message (omnigent has it).
+
+    `text` is `userInput.userResponse`, so a reader can tell its own turn from one typed in the
+    TUI; `source` is `metadata.source` (e.g. CORTEX_STEP_SOURCE_USER_EXPLICIT).
+    """
+
+    key: StepKey
+    text: str
+    execution_id: str | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChanged:
+    """The conversation's model changed; `display_name` comes from the catalog when known."""
+
+    model: str  # the Model enum name, e.g. MODEL_PLACEHOLDER_M20; never hard-coded (§5)
+    display_name: str | None
+    key: StepKey
+    source: str  # "user_input" (plannerConfig) or "generator" (metadata.generatorModel)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReported:
+    """Token usage of one settled step's model call (reported once per step)."""
+
+    key: StepKey
+    usage: ModelUsage
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReported:
+    """An error the user can read: an ERROR_MESSAGE step, or a model step that ended in ERROR.
+
+    `retryable` is agy's own verdict where it states one ("Encountered retryable error …");
+    `benign` is `error.isBenign` (e.g. a tool refused by a hook, after which agy carries on).
+    """
+
+    key: StepKey
+    message: str
+    detail: str | None = None
+    retryable: bool = False
+    benign: bool = False
+
+
+# --- interactions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InteractionRequested:
+    """A step is WAITING for the user (WIRE.md §6): everything the interaction bridge needs.
+
+    Answer with HandleCascadeUserInteraction using `key.trajectory_id` and `key.step_index`;
+    at delivery time re-read the steps and answer the freshest WAITING step of the same kind.
+    `call_id` links the card to the tool call of the same step.
+    """
+
+    key: StepKey
+    call_id: str
+    kind: InteractionKind
+    step_type: str
+    raw: JsonObject  # the whole requestedInteraction
+    command_line: str | None = None
+    cwd: str | None = None
+    action: str | None = None
+    target: str | None = None
+    action_description: str | None = None
+    suggested_persist_pattern: str | None = None
+    persist_suggestion_type: str | None = None
+    questions: tuple[Question, ...] = ()
+    elicitation_server: str | None = None
+    elicitation_message: str | None = None
+    requested_schema_json: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InteractionResolved:
+    """A step announced as WAITING is no longer waiting (answered here, in the TUI, or timed out).
+
+    `response` is the last `completedInteractions[].response` when agy recorded one.
+    """
+
+    key: StepKey
+    call_id: str
+    status: str
+    response: JsonObject | None = None
+
+
+# --- sub-agents and the unknown --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SubAgentStarted:
+    """An INVOKE_SUBAGENT step spawned a child cascade (WIRE.md §7)."""
+
+    call_id: str
+    child_cascade_id: str
+    role: str
+    agent_type: str
+    spec: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class SubAgentFinished:
+    """The INVOKE_SUBAGENT step that spawned `child_cascade_id` settled."""
+
+    call_id: str
+    child_cascade_id: str
+    ok: bool
+    result: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class SubAgentEvent:
+    """An event of a child cascade, mapped with that cascade's own `MapperState`."""
+
+    parent_call_id: str
+    child_cascade_id: str
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownStep:
+    """The first step of a type this package does not know; emitted once per type, to log.
+
+    The step itself is still rendered, as a generic tool call (DESIGN-NOTES §7).
+    """
+
+    key: StepKey
+    step_type: str
+    status: str
+
+
+Event = (
+    TextDelta
+    | ReasoningDelta
+    | AssistantMessage
+    | ToolCallStarted
+    | ToolCallFinished
+    | TurnBoundary
+    | ModelChanged
+    | UsageReported
+    | ErrorReported
+    | InteractionRequested
+    | InteractionResolved
+    | SubAgentStarted
+    | SubAgentFinished
+    | SubAgentEvent
+    | UnknownStep
+)
+
+
+def apply_delta(current: str, delta: TextDelta | ReasoningDelta) -> str:
+    """Apply one delta to the text streamed so far (see the module docstring)."""
+    return current[: delta.offset] + delta.text
+
+
+def turn_usage(events: Iterable[Event]) -> ModelUsage:
+    """The sum of every `UsageReported` among `events` (agy has no usage RPC, WIRE.md §5)."""
+    total: ModelUsage | None = None
+    for event in events:
+        if isinstance(event, UsageReported):
+            total = event.usage if total is None else total + event.usage
+    return total if total is not None else ModelUsage()

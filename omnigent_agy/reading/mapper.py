@@ -1,0 +1,437 @@
+"""The pure step mapper: one wire step + explicit per-cascade state → events.
+
+`map_step(state, step, absolute_index=...)` mutates `state` in place and returns the new
+events for that step; it does no I/O, reads no clock, starts no thread and touches no global.
+It never raises on malformed input (DESIGN-NOTES §7): unknown types become a generic tool call.
+
+Rules (WIRE.md §4 to §6):
+
+- Steps are cumulative snapshots, re-sent whole while they change. Deltas are the new suffix of
+  `plannerResponse.modifiedResponse` / `thinking` against what this state already emitted for
+  the step (see `events` for the splice rule when agy rewrites text). A frame that has no text
+  field leaves the text as streamed. A step first seen settled still gets its deltas, so the
+  deltas of a step always rebuild its committed text.
+- A step is *committed* once it settles: its final events are emitted (the one
+  `AssistantMessage`, the `ToolCallFinished`, the `UsageReported`, …) and its key is recorded, so
+  any later copy of it (stream replay, poll catch-up) maps to nothing.
+- Tool calls are built from the tool's own step, never from `metadata.toolCall` (the stream
+  omits it, WIRE.md §4): name and arguments come from the payload and the call id is the step's
+  `item_id`, so a streamed and a polled copy give the same call.
+- Cost: the work per frame depends only on the step given, never on the conversation's length;
+  per-step progress is dropped when the step settles, leaving one int per committed step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from os.path import commonprefix
+from typing import Any
+
+from omnigent_agy.reading.events import (
+    AssistantMessage,
+    ErrorReported,
+    Event,
+    InteractionRequested,
+    InteractionResolved,
+    ModelChanged,
+    ReasoningDelta,
+    SubAgentEvent,
+    SubAgentFinished,
+    SubAgentStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnBoundary,
+    UnknownStep,
+    UsageReported,
+)
+from omnigent_agy.reading.indexset import IndexSet
+from omnigent_agy.reading.steps import (
+    JsonObject,
+    StepKey,
+    StepStatus,
+    StepType,
+    is_settled,
+    metadata,
+    obj,
+    parse_model_usage,
+    requested_interaction,
+    seq,
+    step_error_text,
+    step_key,
+    step_payload,
+    step_status,
+    step_type,
+    text,
+)
+from omnigent_agy.reading.tool_steps import (
+    KNOWN_TOOL_TYPES,
+    describe_call,
+    describe_result,
+    last_interaction_response,
+    subagent_children,
+)
+
+DEFAULT_OUTPUT_CAP = 64 * 1024
+_DETAIL_CAP = 4096
+
+# Bookkeeping steps agy writes for itself: nothing to show but their model usage.
+_QUIET_TYPES = frozenset(
+    {
+        StepType.CHECKPOINT,
+        StepType.CONVERSATION_HISTORY,
+        StepType.EPHEMERAL_MESSAGE,
+        StepType.SYSTEM_MESSAGE,
+    }
+)
+
+
+@dataclass(slots=True)
+class _Stream:
+    """What has been emitted so far for a PLANNER_RESPONSE that has not settled."""
+
+    text: str = ""
+    reasoning: str = ""
+
+
+@dataclass(slots=True, eq=False)
+class MapperState:
+    """Everything the mapper remembers about one cascade, passed explicitly to `map_step`.
+
+    `model_names` maps Model enum names to display names (from the catalog); `parent_call_id`
+    marks the state of a sub-agent's child cascade: its events come wrapped in `SubAgentEvent`.
+    """
+
+    cascade_id: str
+    model_names: Mapping[str, str] = field(default_factory=dict)
+    parent_call_id: str | None = None
+    output_cap: int = DEFAULT_OUTPUT_CAP
+    model: str | None = None
+    _committed: dict[str, IndexSet] = field(default_factory=dict, init=False, repr=False)
+    _streams: dict[StepKey, _Stream] = field(default_factory=dict, init=False, repr=False)
+    _open_tools: dict[StepKey, str] = field(default_factory=dict, init=False, repr=False)
+    _waiting: dict[StepKey, str] = field(default_factory=dict, init=False, repr=False)
+    _children: set[str] = field(default_factory=set, init=False, repr=False)
+    _unknown_types: set[str] = field(default_factory=set, init=False, repr=False)
+
+    def is_committed(self, key: StepKey) -> bool:
+        indices = self._committed.get(key.trajectory_id)
+        return indices is not None and key.step_index in indices
+
+    def mark_committed(self, key: StepKey) -> None:
+        """Record `key` as published (also how a reader seeds the state from its durable cursor)."""
+        committed = self._committed.get(key.trajectory_id)
+        if committed is None:
+            committed = self._committed[key.trajectory_id] = IndexSet()
+        committed.add(key.step_index)
+        self._streams.pop(key, None)
+        self._open_tools.pop(key, None)
+        self._waiting.pop(key, None)
+
+    @property
+    def committed_count(self) -> int:
+        return sum(len(indices) for indices in self._committed.values())
+
+    def first_uncommitted(self, trajectory_id: str) -> int:
+        """The lowest step index of `trajectory_id` not committed yet (where a catch-up starts)."""
+        committed = self._committed.get(trajectory_id)
+        return 0 if committed is None else committed.watermark
+
+    def export_progress(self) -> dict[str, Any]:
+        """What a restarted reader needs to go on without publishing anything twice.
+
+        Committed steps, the text already streamed for steps still generating, and the tool
+        calls already started. Open interactions are deliberately left out: a new process has
+        no card on screen for them, so they are announced again.
+        """
+        return {
+            "committed": {t: s.to_json() for t, s in self._committed.items()},
+            "streams": [
+                {
+                    "trajectory_id": k.trajectory_id,
+                    "step_index": k.step_index,
+                    "text": s.text,
+                    "reasoning": s.reasoning,
+                }
+                for k, s in self._streams.items()
+            ],
+            "open_tools": [
+                {"trajectory_id": k.trajectory_id, "step_index": k.step_index, "name": name}
+                for k, name in self._open_tools.items()
+            ],
+            "children": sorted(self._children),
+            "model": self.model,
+        }
+
+    def restore_progress(self, data: Mapping[str, Any]) -> None:
+        """Load `export_progress` output; raises ValueError (and changes nothing) when malformed."""
+        try:
+            committed = {str(t): IndexSet.from_json(s) for t, s in data["committed"].items()}
+            streams = {
+                StepKey(self.cascade_id, str(e["trajectory_id"]), int(e["step_index"])): _Stream(
+                    str(e["text"]), str(e["reasoning"])
+                )
+                for e in data["streams"]
+            }
+            open_tools = {
+                StepKey(self.cascade_id, str(e["trajectory_id"]), int(e["step_index"])): str(
+                    e["name"]
+                )
+                for e in data["open_tools"]
+            }
+            children = {str(c) for c in data["children"]}
+            model = data.get("model")
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed mapper progress: {exc!r}") from exc
+        self._committed = committed
+        self._streams = streams
+        self._open_tools = open_tools
+        self._children = children
+        self.model = model if isinstance(model, str) else None
+
+    @property
+    def open_count(self) -> int:
+        """Steps with progress held in memory: streaming, running tools, open interactions."""
+        return len(self._streams) + len(self._open_tools) + len(self._waiting)
+
+
+def map_step(state: MapperState, step: object, *, absolute_index: int | None) -> list[Event]:
+    """Map one step (a decoded JSON object) to the events it adds; mutates `state`.
+
+    Pass `absolute_index` whenever it is known (`indices[i]` of a stream frame, `stepOffset` +
+    position of a poll): USER_INPUT steps carry no `stepIndex` (WIRE.md §5). Pass it always or
+    never for a cascade, so that keys agree.
+    """
+    if not isinstance(step, Mapping):
+        return []
+    key = step_key(step, absolute_index=absolute_index, cascade_id=state.cascade_id)
+    if state.is_committed(key):
+        return []
+    events: list[Event] = []
+    kind = step_type(step)
+    status = step_status(step)
+    if kind == StepType.USER_INPUT:
+        _map_user_input(state, step, key, status, events)
+    elif kind == StepType.PLANNER_RESPONSE:
+        _note_model(state, text(metadata(step).get("generatorModel")), key, "generator", events)
+        _map_planner(state, step, key, status, events)
+    elif kind == StepType.ERROR_MESSAGE:
+        _map_error_message(step, key, status, events)
+    elif kind not in _QUIET_TYPES:
+        _note_model(state, text(metadata(step).get("generatorModel")), key, "generator", events)
+        _map_tool(state, step, key=key, kind=kind, status=status, events=events)
+    if is_settled(status) or (kind == StepType.ERROR_MESSAGE and events):
+        usage = parse_model_usage(metadata(step).get("modelUsage"))
+        if usage is not None:
+            events.append(UsageReported(key=key, usage=usage))
+        state.mark_committed(key)
+    if state.parent_call_id is not None:
+        parent = state.parent_call_id
+        return [SubAgentEvent(parent, state.cascade_id, event) for event in events]
+    return events
+
+
+def _note_model(
+    state: MapperState, model: str | None, key: StepKey, source: str, events: list[Event]
+) -> None:
+    if model is None or model == state.model:
+        return
+    state.model = model
+    display = state.model_names.get(model)
+    events.append(ModelChanged(model=model, display_name=display, key=key, source=source))
+
+
+def _map_user_input(
+    state: MapperState, step: JsonObject, key: StepKey, status: str, events: list[Event]
+) -> None:
+    if not is_settled(status):
+        return  # a queued message is not a turn yet
+    user_input = step_payload(step)
+    items = [text(obj(item).get("text")) for item in seq(user_input.get("items"))]
+    said = text(user_input.get("userResponse")) or "\n".join(item for item in items if item)
+    events.append(
+        TurnBoundary(
+            key=key,
+            text=said,
+            execution_id=text(metadata(step).get("executionId")),
+            source=text(metadata(step).get("source")),
+        )
+    )
+    # planModel on newer agy, requestedModel.model on older (WIRE.md §5).
+    planner = obj(obj(user_input.get("userConfig")).get("plannerConfig"))
+    model = text(planner.get("planModel")) or text(obj(planner.get("requestedModel")).get("model"))
+    _note_model(state, model, key, "user_input", events)
+
+
+def _map_planner(
+    state: MapperState, step: JsonObject, key: StepKey, status: str, events: list[Event]
+) -> None:
+    response = step_payload(step)
+    stream = state._streams.get(key) or _Stream()
+    thinking = text(response.get("thinking"))
+    if thinking is not None and thinking != stream.reasoning:
+        offset = _splice_offset(stream.reasoning, thinking)
+        events.append(ReasoningDelta(key=key, offset=offset, text=thinking[offset:]))
+        stream.reasoning = thinking
+    # modifiedResponse is what the user sees; response appears only at the DONE commit.
+    said = text(response.get("modifiedResponse")) or text(response.get("response"))
+    if said is not None and said != stream.text:
+        offset = _splice_offset(stream.text, said)
+        events.append(TextDelta(key=key, offset=offset, text=said[offset:]))
+        stream.text = said
+    if not is_settled(status):
+        state._streams[key] = stream
+        return
+    if stream.text:
+        message_id = text(response.get("messageId"))
+        events.append(AssistantMessage(key, stream.text, status, message_id))
+    if status == StepStatus.ERROR:
+        message, detail = step_error_text(step)
+        events.append(
+            ErrorReported(key=key, message=message or "agy's model call failed", detail=detail)
+        )
+
+
+def _splice_offset(previous: str, current: str) -> int:
+    """Where `current` departs from `previous`: its length when agy only appended."""
+    if current.startswith(previous):
+        return len(previous)
+    return len(commonprefix([previous, current]))  # noqa: RUF071 - text, not paths
+
+
+def _map_error_message(step: JsonObject, key: StepKey, status: str, events: list[Event]) -> None:
+    message, detail = step_error_text(step)
+    if message is None and not is_settled(status):
+        return  # wait for the text; an ERROR_MESSAGE step is complete once it has one
+    error = obj(step_payload(step).get("error")) or obj(step.get("error"))
+    events.append(
+        ErrorReported(
+            key=key,
+            message=message or "agy reported an error",
+            detail=detail[:_DETAIL_CAP] if detail else None,
+            # agy states it in the message: "Encountered retryable error from model provider".
+            retryable="retryable" in (message or "").lower(),
+            benign=error.get("isBenign") is True,
+        )
+    )
+
+
+def _map_tool(
+    state: MapperState,
+    step: JsonObject,
+    *,
+    key: StepKey,
+    kind: str,
+    status: str,
+    events: list[Event],
+) -> None:
+    call_id = key.item_id
+    name = state._open_tools.get(key)
+    if name is None:
+        if status == StepStatus.GENERATING:
+            return  # the model is still writing the arguments
+        if kind not in KNOWN_TOOL_TYPES and kind not in state._unknown_types:
+            state._unknown_types.add(kind)
+            events.append(UnknownStep(key=key, step_type=kind, status=status))
+        call = describe_call(step, kind)
+        name = call.name
+        meta = metadata(step)
+        events.append(
+            ToolCallStarted(
+                call_id=call_id,
+                key=key,
+                name=name,
+                arguments=call.arguments,
+                step_type=kind,
+                title=text(meta.get("toolSummary")) or call.title,
+                description=text(meta.get("toolAction")),
+                agy_call_id=text(obj(meta.get("toolCall")).get("id")),
+            )
+        )
+        state._open_tools[key] = name
+    _map_interaction(state, step, key=key, kind=kind, status=status, events=events)
+    if kind == StepType.INVOKE_SUBAGENT:
+        _map_subagents(state, step, call_id, status, events)
+    if is_settled(status):
+        result = describe_result(step, kind, status, cap=state.output_cap)
+        events.append(
+            ToolCallFinished(
+                call_id=call_id,
+                key=key,
+                name=name,
+                outcome=result.outcome,
+                output=result.output,
+                exit_code=result.exit_code,
+                truncated=result.truncated,
+                error=result.error,
+            )
+        )
+
+
+def _map_interaction(
+    state: MapperState,
+    step: JsonObject,
+    *,
+    key: StepKey,
+    kind: str,
+    status: str,
+    events: list[Event],
+) -> None:
+    """Announce a WAITING interaction once per waiting episode; report when it ends."""
+    if status == StepStatus.WAITING:
+        wanted = requested_interaction(step)
+        if wanted is None:
+            return
+        fingerprint = _fingerprint(wanted.raw)
+        if state._waiting.get(key) == fingerprint:
+            return  # the same gate re-sent: nothing new
+        state._waiting[key] = fingerprint
+        command = obj(step.get("runCommand"))
+        events.append(
+            InteractionRequested(
+                key=key,
+                call_id=key.item_id,
+                kind=wanted.kind,
+                step_type=kind,
+                raw=wanted.raw,
+                command_line=text(command.get("commandLine"))
+                or text(command.get("proposedCommandLine")),
+                cwd=text(command.get("cwd")),
+                action=wanted.action,
+                target=wanted.target,
+                action_description=wanted.action_description,
+                suggested_persist_pattern=wanted.suggested_persist_pattern,
+                persist_suggestion_type=wanted.persist_suggestion_type,
+                questions=wanted.questions,
+                elicitation_server=wanted.elicitation_server,
+                elicitation_message=wanted.elicitation_message,
+                requested_schema_json=wanted.requested_schema_json,
+            )
+        )
+    elif state._waiting.pop(key, None) is not None:
+        response = last_interaction_response(step)
+        events.append(InteractionResolved(key, key.item_id, status, response))
+
+
+def _fingerprint(raw: JsonObject) -> str:
+    try:
+        return json.dumps(raw, sort_keys=True, default=str)
+    except (TypeError, ValueError):  # keys of mixed types: only from a broken producer
+        return repr(raw)
+
+
+def _map_subagents(
+    state: MapperState, step: JsonObject, call_id: str, status: str, events: list[Event]
+) -> None:
+    """Children appear in `invokeSubagent.results[]` (positional with `subagents[]`) as they
+    start; the step itself stays RUNNING until every child is done (WIRE.md §7)."""
+    for spec, result, child in subagent_children(step):
+        if child not in state._children:
+            state._children.add(child)
+            role = text(spec.get("role")) or ""
+            agent_type = text(spec.get("typeName")) or ""
+            events.append(SubAgentStarted(call_id, child, role, agent_type, spec))
+        if is_settled(status):
+            events.append(SubAgentFinished(call_id, child, status == StepStatus.DONE, result))

@@ -1,0 +1,348 @@
+"""Find the TLS port of the agy *we* started (WIRE.md §1, "Port discovery").
+
+agy picks a random port. Two ways to learn it, tried on every poll until a deadline:
+
+1. its ``--log-file``: ``Starting language server process with pid <pid>`` then
+   ``Language server listening on random port at <N> for HTTPS (gRPC)``; the last
+   announcement wins (agy may restart its server, and a reused log keeps old lines);
+2. the loopback TCP listeners of agy's pid and its descendants (:mod:`omnigent_agy.rpc.listeners`).
+
+Either way a port is used only if it is held by agy's process tree, owned by this user,
+and by no one else — the log may be stale or the port re-bound by a stranger — and only
+if ``Heartbeat`` answers 200 with our CSRF token. When the conversation id is known,
+``GetConversationMetadata`` must know it too. agy's plain-HTTP port N+1 fails the TLS
+handshake and is skipped like any other non-RPC listener.
+
+Failures are :class:`DiscoveryError` subclasses, each with a ``remediation``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import enum
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from omnigent_agy.rpc.client import TRANSIENT_CODES, RetryPolicy, RpcClient
+from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError
+from omnigent_agy.rpc.listeners import PortOwnership, is_port_owned_by, port_ownership
+
+__all__ = [
+    "AgyExitedError",
+    "Announcement",
+    "ConversationNotFoundError",
+    "CsrfRejectedError",
+    "DiscoveryError",
+    "ForeignListenerError",
+    "LogScanner",
+    "LogWatcher",
+    "PortNeverOpenedError",
+    "discover_port",
+    "is_port_owned_by",
+    "probe_port",
+]
+
+logger = logging.getLogger(__name__)
+
+_STARTING = re.compile(r"Starting language server process with pid (\d+)\b")
+# Self-delimiting: " for HTTPS" follows the number, so a half-written line cannot match
+# with a truncated port.
+_LISTENING = re.compile(r"Language server listening on random port at (\d+) for HTTPS")
+_ONE_TRY = RetryPolicy(attempts=1)
+_DOCTOR = "`omnigent-agy doctor`"
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+class DiscoveryError(AgyError):
+    """agy's language server could not be found or trusted."""
+
+    remediation_text = f"Run {_DOCTOR}."
+
+    def __init__(self, message: str, *, pid: int, log_file: Path | None) -> None:
+        self.pid = pid
+        self.log_file = log_file
+        super().__init__(message)
+
+    @property
+    def remediation(self) -> str:
+        """What a person can do about it."""
+        log = f" agy's log: {self.log_file}." if self.log_file is not None else ""
+        return self.remediation_text + log
+
+    def __str__(self) -> str:
+        return f"{self.args[0]}. {self.remediation}"
+
+
+class AgyExitedError(DiscoveryError):
+    """agy exited before its language server answered."""
+
+    remediation_text = (
+        "Run `agy` in a terminal: it must start and be signed in (it prints what is wrong); "
+        f"then {_DOCTOR}."
+    )
+
+
+class PortNeverOpenedError(DiscoveryError):
+    """No port of agy's process tree answered Heartbeat before the deadline."""
+
+    remediation_text = (
+        "agy is running but its language server never answered. Run `agy` in a terminal to "
+        f"see whether it starts and is signed in, check the version (>= 1.2.2) with {_DOCTOR}."
+    )
+
+
+class ForeignListenerError(DiscoveryError):
+    """The only port in sight (e.g. the one agy's log names) is held by another process."""
+
+    remediation_text = (
+        "omnigent-agy never talks to a port that the agy it started does not own. Another "
+        "program (or user) holds it: stop that program, then retry."
+    )
+
+
+class CsrfRejectedError(DiscoveryError):
+    """agy's own port refused our CSRF token (401/403)."""
+
+    remediation_text = (
+        "agy refused the CSRF token it was started with: it may predate --csrf_token (agy "
+        "< 1.2.2) or have been restarted by hand. Stop that agy (its session on the tmux "
+        f"socket `omnigent-agy`) and retry; {_DOCTOR}."
+    )
+
+
+class ConversationNotFoundError(DiscoveryError):
+    """agy answers, but does not know the conversation it should hold."""
+
+    remediation_text = (
+        "agy answered but does not know this conversation (its state may have been reset). "
+        "Start a new conversation, or stop this agy so the next turn starts a fresh one."
+    )
+
+
+# -- the log ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Announcement:
+    """A port agy's log announced, with the server pid announced before it (if any)."""
+
+    port: int
+    server_pid: int | None
+
+
+@dataclass(slots=True)
+class LogScanner:
+    """Incremental, pure parser of agy's log: ``feed`` text in any chunks, read ``latest``."""
+
+    announcements: list[Announcement] = field(default_factory=list)
+    server_pid: int | None = None
+    _pending: str = ""
+
+    def feed(self, text: str) -> None:
+        """Add the next chunk of the log."""
+        *complete, self._pending = (self._pending + text).split("\n")
+        for line in complete:
+            self._line(line)
+        # A partial last line counts only when it cannot be a truncated announcement.
+        if _LISTENING.search(self._pending):
+            self._line(self._pending)
+            self._pending = ""
+
+    def _line(self, line: str) -> None:
+        if started := _STARTING.search(line):
+            self.server_pid = int(started.group(1))
+        elif listening := _LISTENING.search(line):
+            port = int(listening.group(1))
+            if 0 < port < 65536:
+                self.announcements.append(Announcement(port, self.server_pid))
+
+    @property
+    def latest(self) -> Announcement | None:
+        """The last announcement so far."""
+        return self.announcements[-1] if self.announcements else None
+
+
+class LogWatcher:
+    """Reads a growing log file from where it stopped; starts over if it was replaced."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._identity: tuple[int, int] | None = None
+        self._offset = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self._offset = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.scanner = LogScanner()
+
+    def poll(self) -> Announcement | None:
+        """Read what was appended since the last poll; the latest announcement."""
+        try:
+            with self.path.open("rb") as handle:
+                info = os.fstat(handle.fileno())
+                identity = (info.st_dev, info.st_ino)
+                if identity != self._identity or info.st_size < self._offset:
+                    self._identity = identity
+                    self._reset()
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return self.scanner.latest
+        self._offset += len(data)
+        self.scanner.feed(self._decoder.decode(data))
+        return self.scanner.latest
+
+
+# -- probing ---------------------------------------------------------------------------------
+
+
+class Probe(enum.Enum):
+    """What a port said to Heartbeat (and GetConversationMetadata)."""
+
+    OK = "ok"
+    CSRF_REJECTED = "csrf rejected"
+    STARTING = "starting"
+    NOT_RPC = "not agy's RPC"
+    UNKNOWN_CONVERSATION = "unknown conversation"
+
+
+async def probe_port(
+    port: int, *, csrf_token: str, conversation_id: str | None = None, timeout: float = 2.0
+) -> Probe:
+    """Ask ``port`` for Heartbeat (and the conversation's metadata); one try each."""
+    async with RpcClient(
+        port=port, csrf_token=csrf_token, timeout=timeout, retry=_ONE_TRY
+    ) as client:
+        try:
+            await client.heartbeat()
+            if conversation_id is not None:
+                await client.get_conversation_metadata(conversation_id)
+        except CsrfError:
+            return Probe.CSRF_REJECTED
+        except RpcError as exc:
+            return _classify(exc, heartbeat_ok=exc.method != "Heartbeat")
+    return Probe.OK
+
+
+def _classify(exc: RpcError, *, heartbeat_ok: bool) -> Probe:
+    # An HTTP answer with a transient code (agy-sim's 503 "language server is starting")
+    # means a connect server is there but not ready; a transport failure (TLS handshake
+    # against the plain port N+1, connection refused) or a 404 means not agy's RPC port.
+    answered = exc.http_status is not None
+    if answered and exc.code in TRANSIENT_CODES:
+        return Probe.STARTING
+    if heartbeat_ok:
+        return Probe.UNKNOWN_CONVERSATION
+    return Probe.NOT_RPC
+
+
+# -- discovery -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What failed along the way, to pick the most helpful error at the deadline."""
+
+    foreign: set[int] = field(default_factory=set)
+    outcomes: dict[int, Probe] = field(default_factory=dict)
+
+    def failure(self, pid: int, log_file: Path, waited: float) -> DiscoveryError:
+        def ports(kind: Probe) -> str:
+            return ", ".join(str(p) for p, o in sorted(self.outcomes.items()) if o is kind)
+
+        if rejected := ports(Probe.CSRF_REJECTED):
+            message = f"agy (pid {pid}) rejected our CSRF token on port {rejected}"
+            return CsrfRejectedError(message, pid=pid, log_file=log_file)
+        if unknown := ports(Probe.UNKNOWN_CONVERSATION):
+            message = f"agy (pid {pid}) on port {unknown} does not know the conversation"
+            return ConversationNotFoundError(message, pid=pid, log_file=log_file)
+        if self.foreign and not self.outcomes:
+            held = ", ".join(str(p) for p in sorted(self.foreign))
+            message = f"port {held} named in agy's log is held by another process or user"
+            return ForeignListenerError(message, pid=pid, log_file=log_file)
+        detail = ""
+        if starting := ports(Probe.STARTING):
+            detail = f" (port {starting} still said it was starting)"
+        message = (
+            f"agy (pid {pid}) opened no port answering Heartbeat within {waited:.3g} s{detail}"
+        )
+        return PortNeverOpenedError(message, pid=pid, log_file=log_file)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _own_port(ownership: PortOwnership, port: int) -> bool:
+    return any(lst.port == port and lst.pid == ownership.pid for lst in ownership.ours)
+
+
+def _candidates(ownership: PortOwnership, announced: Announcement | None, seen: _Seen) -> list[int]:
+    ports: list[int] = []
+    if announced is not None:
+        if ownership.owns(announced.port):
+            ports.append(announced.port)
+        elif ownership.held_by_others(announced.port):
+            # Not ours: someone else holds the port the log names. Never bind it.
+            seen.foreign.add(announced.port)
+    ports.extend(p for p in ownership.candidate_ports if p not in ports)
+    return ports
+
+
+async def discover_port(
+    *,
+    pid: int,
+    log_file: Path,
+    csrf_token: str,
+    conversation_id: str | None = None,
+    deadline: float,
+    poll_interval: float = 0.2,
+    probe_timeout: float = 2.0,
+) -> int:
+    """The TLS port of agy ``pid``, waiting up to ``deadline`` seconds for it to come up."""
+    started = time.monotonic()
+    stop_at = started + deadline
+    watcher = LogWatcher(log_file)
+    seen = _Seen()
+    while True:
+        if not _running(pid):
+            raise AgyExitedError(
+                f"agy (pid {pid}) exited before its language server answered",
+                pid=pid,
+                log_file=log_file,
+            )
+        announced = watcher.poll()
+        ownership = await asyncio.to_thread(port_ownership, pid)
+        for port in _candidates(ownership, announced, seen):
+            remaining = stop_at - time.monotonic()
+            outcome = await probe_port(
+                port,
+                csrf_token=csrf_token,
+                conversation_id=conversation_id,
+                timeout=max(0.2, min(probe_timeout, remaining)),
+            )
+            seen.outcomes[port] = outcome
+            logger.debug("agy pid %s port %s: %s", pid, port, outcome.value)
+            if outcome is Probe.OK:
+                return port
+            if outcome is Probe.CSRF_REJECTED and _own_port(ownership, port):
+                # agy itself refused the token it was started with: waiting cannot heal
+                # that. (A descendant refusing it may be something else agy runs.)
+                raise seen.failure(pid, log_file, time.monotonic() - started)
+        remaining = stop_at - time.monotonic()
+        if remaining <= 0:
+            raise seen.failure(pid, log_file, deadline)
+        await asyncio.sleep(min(poll_interval, remaining))

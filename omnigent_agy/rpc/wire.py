@@ -1,0 +1,179 @@
+"""Connect envelopes: the framing of agy's streaming RPCs (WIRE.md §2).
+
+An envelope is ``[flags: 1 byte][length: 4 bytes big-endian][payload]``. Flag 0x00 is a
+data message (JSON), flag 0x02 ends the stream and its JSON payload may carry
+``{"error": {"code", "message", "details"}}`` and ``{"metadata": {}}``. Flag 0x01 says
+the payload is compressed; compression is never negotiated with agy, so it is rejected.
+
+Envelopes arrive split across network chunks and merged within them, so the decoder is
+incremental: ``feed`` whatever bytes came in and get back the frames they completed.
+An oversized length is rejected as soon as the 5-byte prefix is read, before any of the
+payload is buffered, which keeps memory bounded whatever the server announces.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from omnigent_agy.rpc.errors import Code, ProtocolError, RpcError
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "FLAG_COMPRESSED",
+    "FLAG_END_STREAM",
+    "DataFrame",
+    "EndStream",
+    "EnvelopeDecoder",
+    "Frame",
+    "encode_envelope",
+]
+
+FLAG_COMPRESSED: Final = 0x01
+FLAG_END_STREAM: Final = 0x02
+DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
+_PREFIX: Final = struct.Struct(">BI")
+
+
+@dataclass(frozen=True, slots=True)
+class DataFrame:
+    """One data message of a stream."""
+
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class EndStream:
+    """The end-of-stream envelope: ``error`` is None when the stream ended cleanly."""
+
+    error: RpcError | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+type Frame = DataFrame | EndStream
+
+
+def encode_envelope(message: Mapping[str, Any] | bytes, *, end_stream: bool = False) -> bytes:
+    """One envelope holding ``message`` (JSON-encoded unless already bytes)."""
+    payload = message if isinstance(message, bytes) else _dumps(message)
+    flags = FLAG_END_STREAM if end_stream else 0
+    return _PREFIX.pack(flags, len(payload)) + payload
+
+
+def _dumps(message: Mapping[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class EnvelopeDecoder:
+    """Incremental decoder for a stream of envelopes.
+
+    ``feed`` returns the frames completed by the bytes so far; ``close`` checks that the
+    stream did not stop in the middle of an envelope. Any protocol violation raises
+    :class:`~omnigent_agy.rpc.errors.ProtocolError`; after that the decoder is unusable.
+    """
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self._max_frame_bytes = max_frame_bytes
+        self._buffer = bytearray()
+        self._pending: tuple[int, int] | None = None  # (flags, length) once the prefix is read
+        self._ended = False
+
+    @property
+    def ended(self) -> bool:
+        """True once the end-of-stream envelope has been decoded."""
+        return self._ended
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Add ``data`` and return every frame it completes, in order."""
+        if not data:
+            return []
+        if self._ended:
+            raise ProtocolError(f"{len(data)} bytes arrived after the end-of-stream envelope")
+        self._buffer += data
+        frames: list[Frame] = []
+        while True:
+            if self._pending is None:
+                if len(self._buffer) < _PREFIX.size:
+                    return frames
+                self._pending = self._read_prefix()
+            flags, length = self._pending
+            if len(self._buffer) < length:
+                return frames
+            payload = bytes(self._buffer[:length])
+            del self._buffer[:length]
+            self._pending = None
+            frame = self._decode(flags, payload)
+            frames.append(frame)
+            if isinstance(frame, EndStream):
+                if self._buffer:
+                    raise ProtocolError(
+                        f"{len(self._buffer)} bytes arrived after the end-of-stream envelope"
+                    )
+                return frames
+
+    def close(self) -> None:
+        """Declare the input finished; raises if it stopped inside an envelope."""
+        if self._pending is not None or self._buffer:
+            have = len(self._buffer)
+            want = _PREFIX.size if self._pending is None else self._pending[1]
+            raise ProtocolError(
+                f"truncated envelope: the stream ended after {have} of {want} bytes"
+            )
+
+    def _read_prefix(self) -> tuple[int, int]:
+        flags, length = _PREFIX.unpack_from(self._buffer)
+        del self._buffer[: _PREFIX.size]
+        if flags & FLAG_COMPRESSED:
+            raise ProtocolError("compressed envelope, but no compression was negotiated")
+        if flags & ~FLAG_END_STREAM:
+            raise ProtocolError(f"unknown envelope flags 0x{flags:02x}")
+        if length > self._max_frame_bytes:
+            # Checked before buffering the payload so a hostile length cannot grow memory.
+            raise ProtocolError(
+                f"envelope of {length} bytes exceeds the {self._max_frame_bytes}-byte limit",
+                code=Code.RESOURCE_EXHAUSTED,
+            )
+        return flags, length
+
+    def _decode(self, flags: int, payload: bytes) -> Frame:
+        body = _loads_object(payload) if payload or not flags & FLAG_END_STREAM else {}
+        if not flags & FLAG_END_STREAM:
+            return DataFrame(body)
+        self._ended = True
+        metadata = body.get("metadata")
+        error = body.get("error")
+        return EndStream(
+            error=None if error is None else error_from_json(error),
+            metadata=metadata if isinstance(metadata, dict) else {},
+        )
+
+
+def error_from_json(error: object, *, http_status: int | None = None) -> RpcError:
+    """The RpcError described by a connect error object ``{"code", "message", "details"}``.
+
+    Missing pieces are tolerated: WIRE.md §3 shows agy answering ``{"error":{"message"}}``
+    without a code.
+    """
+    if not isinstance(error, dict):
+        return RpcError(Code.UNKNOWN, f"malformed error: {error!r}"[:200], http_status=http_status)
+    message = error.get("message")
+    details = error.get("details")
+    return RpcError(
+        Code.parse(error.get("code")),
+        message if isinstance(message, str) else "",
+        http_status=http_status,
+        details=details if isinstance(details, list) else (),
+    )
+
+
+def _loads_object(payload: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(payload)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError(f"envelope payload is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ProtocolError(f"envelope payload is JSON {type(value).__name__}, not an object")
+    return value

@@ -1,0 +1,83 @@
+"""How one turn ends, and what goes in front of a conversation's first message.
+
+`TurnTally` watches a turn's events and decides its `TurnResult` when agy goes idle:
+completed, cancelled (interrupted), or failed (agy reported an error it did not recover from).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from omnigent_agy.reading.events import (
+    AssistantMessage,
+    ErrorReported,
+    Event,
+    TurnBoundary,
+    UsageReported,
+)
+from omnigent_agy.reading.reader import ConversationRotated, TurnEnded
+from omnigent_agy.reading.steps import ModelUsage
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """The last thing a turn yields."""
+
+    status: str  # "completed" | "cancelled" | "failed"
+    text: str
+    usage: ModelUsage | None
+    error: ErrorReported | None = None
+    last_call: ModelUsage | None = None
+    """The turn's largest model call (prompt + cache): how full the context window got.
+
+    Not simply the last call: agy ends turns with small bookkeeping calls of another model
+    (CHECKPOINT steps) whose prompt says nothing about the conversation's window."""
+
+
+type TurnEvent = Event | TurnResult | ConversationRotated
+
+
+@dataclass(slots=True)
+class TurnTally:
+    """What a turn said so far, to decide how it ended."""
+
+    boundary_seen: bool = False
+    texts: list[str] = field(default_factory=list)
+    last_error: ErrorReported | None = None
+    text_after_error: bool = False
+    last_call: ModelUsage | None = None
+
+    def note(self, event: Event) -> None:
+        if isinstance(event, UsageReported):
+            if self.last_call is None or _prompt(event.usage) >= _prompt(self.last_call):
+                self.last_call = event.usage
+        elif isinstance(event, TurnBoundary):
+            self.boundary_seen = True
+        elif isinstance(event, AssistantMessage):
+            self.texts.append(event.text)
+            self.text_after_error = self.last_error is not None
+        elif isinstance(event, ErrorReported) and not event.benign:
+            self.last_error, self.text_after_error = event, False
+
+    def result(self, ended: TurnEnded, *, interrupted: bool) -> TurnResult:
+        text = "\n\n".join(self.texts)
+        if interrupted:
+            return TurnResult("cancelled", text, ended.usage, last_call=self.last_call)
+        if self.last_error is not None and not self.text_after_error:
+            # agy gave up on an error it did not recover from: the turn failed.
+            return TurnResult("failed", text, ended.usage, self.last_error, self.last_call)
+        return TurnResult("completed", text, ended.usage, last_call=self.last_call)
+
+
+def _prompt(usage: ModelUsage) -> int:
+    return usage.input_tokens + usage.cache_read_tokens
+
+
+INSTRUCTIONS_OPEN: Final = "<instructions>"
+INSTRUCTIONS_CLOSE: Final = "</instructions>"
+
+
+def with_instructions(instructions: str, text: str) -> str:
+    """The first message of a conversation with the agent's prompt in front, delimited."""
+    return f"{INSTRUCTIONS_OPEN}\n{instructions.strip()}\n{INSTRUCTIONS_CLOSE}\n\n{text}"

@@ -1,0 +1,488 @@
+"""The real omnigent harness app driving agy-sim: the issue-6 acceptance tests.
+
+omnigent's own ExecutorAdapter (built by `create_app()`) is served on loopback; agy-sim runs
+as a separate process in a private tmux server, started by the executor exactly as a real agy
+would be (OMNIGENT_AGY_CLI_PATH points at it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from omnigent.community.harness.agy.app import create_app
+from omnigent.community.harness.agy.local import HarnessServer, Turn
+from simproc import AGY_SIM, wait_for
+
+from omnigent_agy.agy.statedir import SessionStateDir
+from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.rpc.client import RpcClient
+
+pytestmark = pytest.mark.tmux
+
+
+@pytest.fixture
+def agy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """The environment a runner would give the harness, pointed at agy-sim."""
+    socket_name = f"agy-harness-{uuid.uuid4().hex[:10]}"
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# demo project\n")
+    values = {
+        "OMNIGENT_CONFIG_HOME": str(tmp_path / "omnigent"),
+        "OMNIGENT_AGY_CLI_PATH": str(AGY_SIM),
+        "OMNIGENT_AGY_STATE_DIR": str(tmp_path / "state"),
+        "OMNIGENT_AGY_TMUX_SOCKET": socket_name,
+        "HARNESS_AGY_CLI_CWD": str(workspace),
+        "AGY_SIM_STARTUP_DELAY": "0.3",
+        "AGY_SIM_TOKEN_DELAY": "0.005",
+        "AGY_SIM_DEBUG_RPC": "1",
+    }
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
+    try:
+        yield values
+    finally:
+        TerminalHost(socket_name=socket_name).kill_server()
+
+
+@pytest.fixture
+def harness(agy_env: dict[str, str]) -> Iterator[HarnessServer]:
+    with HarnessServer(create_app(), f"conv_{uuid.uuid4().hex[:12]}") as server:
+        yield server
+
+
+def agy_call(env: dict[str, str], conversation_id: str, method: str, body: dict[str, Any]) -> Any:
+    """Ask the conversation's agy directly (the simulator side of a check)."""
+    state = SessionStateDir.open(conversation_id, base=Path(env["OMNIGENT_AGY_STATE_DIR"]))
+    record = state.read_record()
+    assert record is not None, "no agy record: agy was never started"
+
+    async def go() -> Any:
+        async with RpcClient(port=record.port, csrf_token=record.csrf_token) as client:
+            return await client.call(method, body)
+
+    return asyncio.run(go())
+
+
+def agy_record(env: dict[str, str], conversation_id: str) -> Any:
+    state = SessionStateDir.open(conversation_id, base=Path(env["OMNIGENT_AGY_STATE_DIR"]))
+    return state.read_record()
+
+
+def steps_of(env: dict[str, str], conversation_id: str) -> list[dict[str, Any]]:
+    record = agy_record(env, conversation_id)
+    reply = agy_call(
+        env, conversation_id, "GetCascadeTrajectorySteps", {"cascadeId": record.cascade_id}
+    )
+    return list(reply.get("steps", []))
+
+
+def user_inputs(env: dict[str, str], conversation_id: str) -> list[dict[str, Any]]:
+    return [s for s in steps_of(env, conversation_id) if s["type"] == "CORTEX_STEP_TYPE_USER_INPUT"]
+
+
+def test_a_turn_streams_deltas_and_ends_with_usage(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    turn = harness.turn("Say hello in one short sentence.")
+    completed = turn.until("response.completed")
+    deltas = [e for e in turn.events if e["type"] == "response.output_text.delta"]
+    assert len(deltas) > 1, "the answer should arrive in several deltas"
+    assert turn.text().strip()
+    usage = completed["response"].get("usage") or {}
+    assert usage.get("output_tokens", 0) > 0
+    assert usage.get("input_tokens", 0) > 0
+    # How full the context window is (the last model call's prompt) and which model it was.
+    assert (
+        0
+        < usage.get("context_tokens", 0)
+        <= usage["input_tokens"] + usage.get("cache_read_input_tokens", 0)
+    )
+    assert usage.get("model")
+    calls = [
+        s["metadata"]["modelUsage"]
+        for s in steps_of(agy_env, harness.conversation_id)
+        if "modelUsage" in s.get("metadata", {})
+    ]
+    prompts = [int(c.get("inputTokens", 0)) + int(c.get("cacheReadTokens", 0)) for c in calls]
+    assert usage["context_tokens"] == max(prompts)
+    assert usage["input_tokens"] == sum(int(c.get("inputTokens", 0)) for c in calls)
+
+
+def test_tool_calls_and_their_output_appear_as_items(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    turn = harness.turn("list the files here")
+    turn.until("response.completed")
+    calls = turn.items("function_call")
+    outputs = turn.items("function_call_output")
+    assert calls, turn.kinds()
+    call_ids = {c["call_id"] for c in calls}
+    assert {o["call_id"] for o in outputs} <= call_ids
+    assert any("README.md" in o["output"] for o in outputs)
+
+
+def test_an_approval_card_round_trips_and_a_denial_does_not_end_the_turn(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    turn = harness.turn("run: echo hello")
+    card = turn.until("response.elicitation_request")
+    harness.press(card, "allow once")
+    turn.until("response.completed")
+    steps = steps_of(agy_env, harness.conversation_id)
+    commands = [s for s in steps if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"]
+    assert commands[-1]["status"] == "CORTEX_STEP_STATUS_DONE"
+    assert commands[-1]["runCommand"].get("userRejected") is not True
+
+    denied = harness.turn("run: echo again")
+    card = denied.until("response.elicitation_request")
+    harness.press(card, "deny")
+    denied.until("response.completed")  # agy carried on after the denial
+    assert "response.cancelled" not in denied.kinds()
+    commands = [
+        s
+        for s in steps_of(agy_env, harness.conversation_id)
+        if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"
+    ]
+    assert commands[-1]["runCommand"].get("userRejected") is True
+
+
+def test_a_question_round_trips(harness: HarnessServer, agy_env: dict[str, str]) -> None:
+    turn = harness.turn("ask me a question")
+    card = turn.until("response.elicitation_request")
+    params = card["params"]
+    schema = (params.get("requestedSchema") or {}).get("properties", {}).get("answer", {})
+    first_label = (
+        schema.get("enum") or [params["ask_user_question"]["questions"][0]["options"][0]["label"]]
+    )[0]
+    harness.press(card, first_label)
+    turn.until("response.completed")
+    asked = [
+        s
+        for s in steps_of(agy_env, harness.conversation_id)
+        if s["type"] == "CORTEX_STEP_TYPE_ASK_QUESTION"
+    ]
+    delivered = asked[-1]["completedInteractions"][-1]["response"]
+    assert json.dumps(delivered).count('"1"') >= 1  # option ids, not labels, reached agy
+
+
+def test_interrupt_yields_cancelled_and_agy_stops(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    turn = harness.turn("give me a long answer")
+    turn.until("response.output_text.delta")
+    reply = harness.post({"type": "interrupt"})
+    assert reply.status_code == 204, reply.text
+    turn.until("response.cancelled")
+    record = agy_record(agy_env, harness.conversation_id)
+
+    def idle() -> bool:
+        summaries = agy_call(agy_env, harness.conversation_id, "GetAllCascadeTrajectories", {})
+        return (
+            summaries["trajectorySummaries"][record.cascade_id]["status"]
+            == "CASCADE_RUN_STATUS_IDLE"
+        )
+
+    wait_for(idle, "agy's cascade to stop")
+    planner = [
+        s
+        for s in steps_of(agy_env, harness.conversation_id)
+        if s["type"] == "CORTEX_STEP_TYPE_PLANNER_RESPONSE"
+    ]
+    assert planner[-1]["status"] == "CORTEX_STEP_STATUS_CANCELED"
+
+
+def test_interrupt_during_a_pending_approval_denies_it(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    turn = harness.turn("run: echo waiting")
+    turn.until("response.elicitation_request")
+    assert harness.post({"type": "interrupt"}).status_code == 204
+    turn.until("response.cancelled")
+    commands = [
+        s
+        for s in steps_of(agy_env, harness.conversation_id)
+        if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"
+    ]
+    wait_for(
+        lambda: (
+            steps_of(agy_env, harness.conversation_id)[len(commands) and -1]["status"]
+            != "CORTEX_STEP_STATUS_WAITING"
+        ),
+        "the gate to be answered",
+    )
+
+
+def test_a_model_override_changes_the_plan_model_sent_to_agy(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    models = agy_call_models(agy_env, harness)
+    first = harness.turn("hello")
+    first.until("response.completed")
+    default_model = plan_model_of(user_inputs(agy_env, harness.conversation_id)[-1])
+    other = next(m for m in models if m["model"] != default_model)
+    second = harness.turn("hello again", model_override=other["displayName"])
+    second.until("response.completed")
+    assert plan_model_of(user_inputs(agy_env, harness.conversation_id)[-1]) == other["model"]
+
+
+def agy_call_models(env: dict[str, str], server: HarnessServer) -> list[dict[str, Any]]:
+    warm = server.turn("warm up")
+    warm.until("response.completed")
+    response = agy_call(env, server.conversation_id, "GetAvailableModels", {})["response"]
+    return [m for m in response["models"].values() if not m.get("disabled")]
+
+
+def plan_model_of(step: dict[str, Any]) -> str:
+    return str(step["userInput"]["userConfig"]["plannerConfig"]["planModel"])
+
+
+def test_a_second_turn_sends_only_the_new_message(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    harness.turn("first message").until("response.completed")
+    history = [
+        {"type": "message", "role": "user", "content": "first message"},
+        {"type": "message", "role": "assistant", "content": "an answer"},
+        {"type": "message", "role": "user", "content": "second message"},
+    ]
+    turn = Turn(harness)
+    turn.start({"type": "message", "role": "user", "content": history, "model": "agy"})
+    turn.until("response.completed")
+    texts = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, harness.conversation_id)]
+    assert texts == ["first message", "second message"]
+
+
+def test_a_respawned_harness_reattaches_without_duplicates(agy_env: dict[str, str]) -> None:
+    conversation = f"conv_{uuid.uuid4().hex[:12]}"
+    with HarnessServer(create_app(), conversation) as first:
+        first.turn("first message").until("response.completed")
+        record = agy_record(agy_env, conversation)
+    with HarnessServer(create_app(), conversation) as second:
+        turn = second.turn("second message")
+        turn.until("response.completed")
+        again = agy_record(agy_env, conversation)
+        assert (again.pid, again.cascade_id) == (record.pid, record.cascade_id), "not re-attached"
+        texts = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, conversation)]
+        assert texts == ["first message", "second message"]
+        # Only the new turn is published: its text is exactly agy's answer to the second message.
+        answers = [
+            s["plannerResponse"]["response"]
+            for s in steps_of(agy_env, conversation)
+            if s["type"] == "CORTEX_STEP_TYPE_PLANNER_RESPONSE"
+            and s["plannerResponse"].get("response")
+        ]
+        assert len(answers) == 2
+        assert turn.text() == answers[-1]
+
+
+def test_a_message_sent_during_a_turn_steers_it(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    turn = harness.turn("give me a long answer")
+    turn.until("response.output_text.delta")
+    reply = harness.post(
+        {"type": "message", "role": "user", "content": "and mention tests too", "model": "agy"}
+    )
+    assert reply.status_code < 300, reply.text
+
+    def steered() -> bool:
+        return any(
+            s["userInput"]["userResponse"] == "and mention tests too"
+            for s in user_inputs(agy_env, harness.conversation_id)
+        )
+
+    wait_for(steered, "the steering message to reach agy")
+    turn.until("response.completed", timeout=120)
+
+
+def failed_code(turn: Turn) -> str:
+    failed = turn.until("response.failed")
+    error = failed["response"].get("error") or {}
+    return str(error.get("code"))
+
+
+def test_agy_missing_is_a_coded_error(
+    harness: HarnessServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMNIGENT_AGY_CLI_PATH", "/nonexistent/agy")
+    assert failed_code(harness.turn("hello")) == "agy_not_installed"
+
+
+def test_signed_out_is_a_coded_error(
+    harness: HarnessServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGY_SIM_SIGNED_OUT", "1")
+    assert failed_code(harness.turn("hello")) == "agy_signed_out"
+
+
+def test_too_old_is_a_coded_error(harness: HarnessServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGY_SIM_VERSION", "1.2.1")
+    assert failed_code(harness.turn("hello")) == "agy_too_old"
+
+
+def test_unknown_model_is_a_coded_error_listing_names(harness: HarnessServer) -> None:
+    turn = harness.turn("hello", model_override="no-such-model")
+    failed = turn.until("response.failed")
+    error = failed["response"]["error"]
+    assert error["code"] == "agy_model_unknown"
+    assert "gemini" in json.dumps(error).lower()
+
+
+def test_port_never_opened_is_a_coded_error(
+    harness: HarnessServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    silent = tmp_path / "silent-agy"
+    silent.write_text(
+        f"#!{sys.executable}\n"
+        "import sys, time\n"
+        "if sys.argv[1:2] == ['--version']: print('1.2.5'); sys.exit(0)\n"
+        "if sys.argv[1:2] == ['models']: print('Gemini 3 Pro'); sys.exit(0)\n"
+        "time.sleep(600)\n"
+    )
+    silent.chmod(silent.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("OMNIGENT_AGY_CLI_PATH", str(silent))
+    monkeypatch.setenv("OMNIGENT_AGY_READY_TIMEOUT", "3")
+    assert failed_code(harness.turn("hello")) == "agy_port_never_opened"
+
+
+def test_csrf_rejected_is_a_coded_error(
+    harness: HarnessServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    liar = tmp_path / "liar-agy"
+    liar.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        "args = [a for a in sys.argv[1:] if not a.startswith('--csrf_token')]\n"
+        f"os.execv({str(AGY_SIM)!r}, [{str(AGY_SIM)!r}, '--csrf_token=someone-elses', *args])\n"
+    )
+    liar.chmod(liar.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("OMNIGENT_AGY_CLI_PATH", str(liar))
+    monkeypatch.setenv("OMNIGENT_AGY_READY_TIMEOUT", "10")
+    assert failed_code(harness.turn("hello")) == "agy_csrf_rejected"
+
+
+def test_no_token_in_the_environment_or_logs_of_the_harness(
+    harness: HarnessServer, agy_env: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    harness.turn("hello").until("response.completed")
+    token = agy_record(agy_env, harness.conversation_id).csrf_token
+    assert token not in caplog.text
+    assert token not in json.dumps(dict(os.environ))
+
+
+def test_the_agents_prompt_goes_in_front_of_the_first_message_only(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    prompt = "You are a careful reviewer. Ask before running anything."
+    harness.turn("hello there", instructions=prompt).until("response.completed")
+    harness.turn("and again", instructions=prompt).until("response.completed")
+    first, second = (
+        s["userInput"]["userResponse"] for s in user_inputs(agy_env, harness.conversation_id)
+    )
+    assert first.startswith("<instructions>\n" + prompt)
+    assert first.endswith("\n\nhello there")
+    assert second == "and again"
+
+
+def test_ps_lists_the_kept_agy_and_stop_ends_it(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    harness.turn("hello").until("response.completed")
+    record = agy_record(agy_env, harness.conversation_id)
+    env = {**os.environ, **agy_env}
+    cli = str(Path(sys.executable).with_name("omnigent-agy"))
+    listed = subprocess.run([cli, "ps"], env=env, capture_output=True, text=True, check=True)
+    assert harness.conversation_id in listed.stdout
+    assert f"pid {record.pid}" in listed.stdout
+    assert record.csrf_token not in listed.stdout
+
+    stopped = subprocess.run(
+        [cli, "stop", harness.conversation_id], env=env, capture_output=True, text=True, check=True
+    )
+    assert f"stopped {harness.conversation_id}" in stopped.stdout
+    assert not psutil.pid_exists(record.pid) or psutil.Process(record.pid).status() == "zombie"
+    assert agy_record(agy_env, harness.conversation_id) is None
+
+    # The next turn starts a fresh agy for the conversation.
+    harness.turn("hello again").until("response.completed")
+    assert agy_record(agy_env, harness.conversation_id).pid != record.pid
+
+
+def test_stop_names_an_unknown_conversation(agy_env: dict[str, str]) -> None:
+    cli = str(Path(sys.executable).with_name("omnigent-agy"))
+    result = subprocess.run(
+        [cli, "stop", "conv_nobody"],
+        env={**os.environ, **agy_env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "no agy record for 'conv_nobody'" in result.stderr
+
+
+def agy_terminal(env: dict[str, str], conversation_id: str) -> Any:
+    record = agy_record(env, conversation_id)
+    terminal = TerminalHost(socket_name=record.tmux_socket).find(record.tmux_session)
+    assert terminal is not None
+    return terminal
+
+
+def test_the_conversation_is_the_one_agys_own_tui_shows(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    harness.turn("hello from the web").until("response.completed")
+    assert agy_record(agy_env, harness.conversation_id).follows_tui
+    terminal = agy_terminal(agy_env, harness.conversation_id)
+    # A person attached to agy's tmux session sees this very conversation (no "{id}" prefix,
+    # which agy-sim puts on conversations its TUI does not own).
+    wait_for(lambda: "> hello from the web" in "\n".join(terminal.capture()), "the TUI to show it")
+    assert "} > hello from the web" not in "\n".join(terminal.capture())
+
+
+def test_clear_typed_in_agys_tui_moves_the_conversation(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    harness.turn("before the clear").until("response.completed")
+    before = agy_record(agy_env, harness.conversation_id).cascade_id
+    terminal = agy_terminal(agy_env, harness.conversation_id)
+    terminal.send_text("/clear")
+    wait_for(lambda: "[cleared]" in "\n".join(terminal.capture()), "agy's TUI to clear")
+    # The very next turn goes to the new conversation, without waiting for the stream to stall.
+    harness.turn("after the clear").until("response.completed")
+    after = agy_record(agy_env, harness.conversation_id).cascade_id
+    assert after != before
+    texts = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, harness.conversation_id)]
+    assert texts == ["after the clear"]
+
+
+def test_a_card_open_when_the_harness_restarted_is_asked_again(agy_env: dict[str, str]) -> None:
+    conversation = f"conv_{uuid.uuid4().hex[:12]}"
+    with HarnessServer(create_app(), conversation) as first:
+        first.turn("run: echo left waiting").until("response.elicitation_request")
+    # The harness went away with the card on screen; agy still waits for an answer.
+    with HarnessServer(create_app(), conversation) as second:
+        turn = second.turn("are you still there?")
+        card = turn.until("response.elicitation_request")
+        second.press(card, "allow once")
+        turn.until("response.completed", timeout=120)
+    commands = [
+        s for s in steps_of(agy_env, conversation) if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"
+    ]
+    assert commands[-1]["status"] == "CORTEX_STEP_STATUS_DONE"
+    assert "left waiting" in commands[-1]["runCommand"]["commandLine"]
+    texts = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, conversation)]
+    assert texts == ["run: echo left waiting", "are you still there?"]

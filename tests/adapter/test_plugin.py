@@ -1,0 +1,262 @@
+"""The contribution as real omnigent sees it, the spawn-env builder and the shipped agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import omnigent.community.harness.agy.plugin as plugin
+import pytest
+from omnigent import harness_plugins
+from omnigent.community.harness.agy.spawn_env import build_spawn_env
+from omnigent.harness_capabilities import HarnessCapabilities, Resume
+from omnigent.onboarding.harness_install import required_cli_for_harness
+from omnigent.util.reasoning_effort import efforts_for_harness
+
+from omnigent_agy.interactions import hooks
+from omnigent_agy.interactions.hooks import HarnessRegistration, hookimpl
+from omnigent_agy.onboarding.config import ENV_ENABLED, set_enabled
+
+AGENT_YAML = Path(plugin.__file__).with_name("agy-cli.yaml")
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private HOME, no agy variables, and fresh omnigent and pluggy registries."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in (ENV_ENABLED, "OMNIGENT_AGY_CLI_PATH", "OMNIGENT_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    harness_plugins.reset_plugin_state_for_tests()
+    hooks.reset_plugin_manager_for_tests()
+    yield tmp_path
+    harness_plugins.reset_plugin_state_for_tests()
+    hooks.reset_plugin_manager_for_tests()
+
+
+def ours() -> harness_plugins.HarnessContribution:
+    state = harness_plugins.plugin_state()
+    assert "agy-cli" not in state.load_errors, state.load_errors["agy-cli"]
+    return next(c for c in state.contributions if c.name == "omnigent-agy")
+
+
+def assert_registered() -> None:
+    contribution = ours()
+    assert contribution.valid_harnesses == frozenset({"agy-cli"})
+    assert "agy-cli" in harness_plugins.valid_harnesses()
+    assert harness_plugins.harness_aliases()["antigravity-cli"] == "agy-cli"
+    assert harness_plugins.harness_labels()["agy-cli"] == "Antigravity CLI"
+    assert harness_plugins.harness_modules()["agy-cli"] == "omnigent.community.harness.agy.app"
+    assert harness_plugins.model_env_keys()["agy-cli"] == "HARNESS_AGY_CLI_MODEL"
+    assert harness_plugins.harness_install_keys()["agy-cli"] == "gemini"
+    assert "gemini" not in harness_plugins.install_specs()  # the core spec stays the core's
+    row = next(r for r in harness_plugins.harness_catalog() if r["id"] == "agy-cli")
+    assert row["label"] == "Antigravity CLI"
+    assert row["capabilities"] == plugin.DEFAULT_CAPABILITIES.as_dict()
+    # omnigent's own readers of the contribution agree with it.
+    cli = required_cli_for_harness("agy-cli")
+    assert cli is not None
+    assert cli.binary == "agy"
+    assert efforts_for_harness("agy-cli") == frozenset({"low", "medium", "high"})
+
+
+def assert_absent() -> None:
+    contribution = ours()
+    assert contribution == harness_plugins.HarnessContribution(name="omnigent-agy")
+    assert "agy-cli" not in harness_plugins.valid_harnesses()
+    assert "agy-cli" not in harness_plugins.harness_labels()
+
+
+@pytest.mark.usefixtures("home")
+def test_disabled_by_default_contributes_nothing() -> None:
+    assert_absent()
+
+
+@pytest.mark.usefixtures("home")
+def test_enabled_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_ENABLED, "1")
+    assert_registered()
+
+
+def test_enabled_by_the_config_file(home: Path) -> None:
+    set_enabled(home / ".omnigent" / "config.yaml", True)
+    assert_registered()
+
+
+def test_environment_disables_over_the_file(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    set_enabled(home / ".omnigent" / "config.yaml", True)
+    monkeypatch.setenv(ENV_ENABLED, "0")
+    assert_absent()
+
+
+def test_a_broken_config_is_a_named_load_error(home: Path) -> None:
+    config = home / ".omnigent" / "config.yaml"
+    config.parent.mkdir()
+    config.write_text("harness:\n  agy-cli:\n    enabled: true\n    permissions: {allow: [ls]}\n")
+    state = harness_plugins.plugin_state()
+    assert "harness.agy-cli.permissions.allow[0]" in state.load_errors["agy-cli"]
+    assert "agy-cli" not in harness_plugins.valid_harnesses()
+
+
+@pytest.fixture
+def register_plugin(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[object], None]]:
+    del home
+    monkeypatch.setenv(ENV_ENABLED, "1")
+    manager = hooks.get_plugin_manager()
+    registered: list[object] = []
+
+    def register(extension: object) -> None:
+        manager.register(extension)
+        registered.append(extension)
+
+    yield register
+    for extension in registered:
+        manager.unregister(extension)
+
+
+def test_a_plugin_adds_an_alias_and_capabilities(register_plugin: Callable[[object], None]) -> None:
+    custom = HarnessCapabilities(
+        **{**plugin.DEFAULT_CAPABILITIES.__dict__, "resume": Resume.COLD_ONLY, "images": True}
+    )
+
+    class Corp:
+        @hookimpl
+        def agy_register_harness(self, register: Callable[[HarnessRegistration], None]) -> None:
+            register(
+                HarnessRegistration("agy-cli", "Antigravity CLI (Corp)", ("corp-agy",), custom)
+            )
+
+    register_plugin(Corp())
+    assert harness_plugins.harness_aliases()["corp-agy"] == "agy-cli"
+    assert harness_plugins.harness_aliases()["antigravity-cli"] == "agy-cli"
+    assert harness_plugins.harness_labels()["agy-cli"] == "Antigravity CLI (Corp)"
+    assert harness_plugins.harness_capabilities()["agy-cli"] == custom
+    assert harness_plugins.harness_install_keys()["corp-agy"] == "gemini"
+
+
+def test_an_alias_omnigent_owns_is_refused(register_plugin: Callable[[object], None]) -> None:
+    class Greedy:
+        @hookimpl
+        def agy_register_harness(self, register: Callable[[HarnessRegistration], None]) -> None:
+            register(HarnessRegistration("agy-cli", "Antigravity CLI", ("agy",)))
+
+    register_plugin(Greedy())
+    state = harness_plugins.plugin_state()
+    assert "override existing harness keys: ['agy']" in state.load_errors["agy-cli"]
+
+
+@pytest.mark.parametrize(
+    ("registration", "says"),
+    [
+        (HarnessRegistration("agy-two", "Two"), "serves only 'agy-cli'"),
+        (HarnessRegistration("agy-cli", "X", (), {"resume": "cold"}), "HarnessCapabilities"),
+    ],
+)
+def test_bad_registrations_are_load_errors(
+    register_plugin: Callable[[object], None], registration: HarnessRegistration, says: str
+) -> None:
+    class Bad:
+        @hookimpl
+        def agy_register_harness(self, register: Callable[[HarnessRegistration], None]) -> None:
+            register(registration)
+
+    register_plugin(Bad())
+    assert says in harness_plugins.plugin_state().load_errors["agy-cli"]
+
+
+def test_bench_prompt_carries_the_placeholder_the_bench_swaps() -> None:
+    # omnigent's harness bench token-swaps "omnigent-bench-ok" (harness_capabilities.py).
+    prompt = plugin.DEFAULT_CAPABILITIES.shell_tool_prompt
+    assert prompt is not None
+    assert "omnigent-bench-ok" in prompt
+    assert plugin.DEFAULT_CAPABILITIES.shell_tool_name == "run_command"
+
+
+# --- spawn env -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "cwd", "expected"),
+    [
+        (
+            SimpleNamespace(
+                name="agy-cli",
+                executor=SimpleNamespace(model=" gemini-pro ", reasoning_effort="high"),
+            ),
+            Path("/work/space"),
+            {
+                "HARNESS_AGY_CLI_MODEL": "gemini-pro",
+                "HARNESS_AGY_CLI_REASONING_EFFORT": "high",
+                "HARNESS_AGY_CLI_AGENT_NAME": "agy-cli",
+                "HARNESS_AGY_CLI_CWD": "/work/space",
+            },
+        ),
+        (SimpleNamespace(executor=SimpleNamespace(model=None)), None, {}),
+        (SimpleNamespace(executor=SimpleNamespace(model="")), None, {}),
+        (object(), None, {}),
+    ],
+)
+def test_build_spawn_env(spec: object, cwd: Path | None, expected: dict[str, str]) -> None:
+    assert build_spawn_env(spec, cwd=cwd, workdir=Path("/bundle")) == expected
+
+
+# --- the shipped agent through real omnigent, in a clean process ---------------------
+
+LOAD_AGENT = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from omnigent.harness_aliases import canonicalize_harness
+    from omnigent.harness_plugins import load_object, spawn_env_builders
+    from omnigent.spec import load
+    spec = load(Path(sys.argv[1]))
+    builder = load_object(spawn_env_builders()["agy-cli"])
+    print(json.dumps({
+        "harness": spec.executor.config["harness"],
+        "alias": canonicalize_harness("antigravity-cli"),
+        "env": builder(spec, cwd=Path("/ws"), workdir=None),
+    }))
+    """
+)
+
+
+def _load_agent(home: Path, agent: Path, enabled: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMNIGENT_")}
+    env.update(HOME=str(home), OMNIGENT_AGY_CLI_ENABLED=enabled)
+    return subprocess.run(
+        [sys.executable, "-c", LOAD_AGENT, str(agent)],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_shipped_agent_loads_when_enabled(home: Path) -> None:
+    agent = home / "agent.yaml"
+    agent.write_text(AGENT_YAML.read_text().replace("# model: gemini-pro", "model: gemini-pro"))
+    result = _load_agent(home, agent, "1")
+    assert result.returncode == 0, result.stderr
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded["harness"] == "agy-cli"
+    assert loaded["alias"] == "agy-cli"
+    assert loaded["env"] == {
+        "HARNESS_AGY_CLI_MODEL": "gemini-pro",
+        "HARNESS_AGY_CLI_AGENT_NAME": "agy-cli",
+        "HARNESS_AGY_CLI_CWD": "/ws",
+    }
+
+
+def test_shipped_agent_is_refused_when_disabled(home: Path) -> None:
+    result = _load_agent(home, AGENT_YAML, "0")
+    assert result.returncode != 0
+    assert "agy-cli" in result.stderr

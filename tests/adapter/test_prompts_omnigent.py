@@ -1,0 +1,463 @@
+"""`OmnigentPrompts`: the bridge's prompts mapped to omnigent's schema classes and back.
+
+The bridges omnigent's ExecutorAdapter installs (policy evaluator, choice handler, elicit)
+are stood in for by recording coroutines; everything they receive and return is a real
+omnigent object (`ElicitationRequestParams`, `ElicitationResult`, `PolicyVerdictPayload`).
+Where omnigent already maps agy's questions for its own antigravity harness, that mapping is
+used as an oracle, so our form renders and round-trips the same way in the web UI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from omnigent.community.harness.agy.prompts import (
+    ALLOW_ONCE,
+    DENY,
+    OmnigentPrompts,
+    conversation_label,
+)
+from omnigent.runtime.harnesses._scaffold import PolicyVerdictPayload
+from omnigent.server.routes._antigravity_elicitation import (
+    to_elicitation_params,
+    to_interaction_payload,
+)
+from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
+
+from omnigent_agy.interactions.gates import question_payload
+from omnigent_agy.interactions.policy import PermissionRequest, RequestKind
+from omnigent_agy.interactions.prompts import (
+    ElicitationAction,
+    ElicitationAnswer,
+    ElicitationCard,
+    PermissionAnswer,
+    PermissionCard,
+    PolicyAction,
+    PolicyVerdict,
+    PromptUnavailableError,
+    QuestionAnswer,
+    QuestionAnswers,
+    QuestionForm,
+    answer_problem,
+)
+from omnigent_agy.reading.steps import Question, QuestionOption
+
+
+def run[T](coro: Awaitable[T]) -> T:
+    async def main() -> T:
+        return await coro
+
+    return asyncio.run(main())
+
+
+@dataclass
+class Host:
+    """Recording stand-ins for the adapter's bridges."""
+
+    verdict: PolicyVerdictPayload = field(
+        default_factory=lambda: PolicyVerdictPayload(action="POLICY_ACTION_ALLOW")
+    )
+    choice: str | None = None
+    result: ElicitationResult = field(default_factory=lambda: ElicitationResult(action="cancel"))
+    evaluations: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    choices: list[tuple[str, dict[str, Any], list[str]]] = field(default_factory=list)
+    elicited: list[ElicitationRequestParams] = field(default_factory=list)
+
+    async def evaluate(self, phase: str, data: dict[str, Any]) -> PolicyVerdictPayload:
+        self.evaluations.append((phase, data))
+        return self.verdict
+
+    async def choose(
+        self, tool: str, tool_input: dict[str, Any], options: Sequence[str]
+    ) -> str | None:
+        self.choices.append((tool, tool_input, list(options)))
+        return self.choice
+
+    async def elicit(self, params: ElicitationRequestParams) -> ElicitationResult:
+        assert isinstance(params, ElicitationRequestParams)
+        self.elicited.append(params)
+        return self.result
+
+    def prompts(self, **kwargs: Any) -> OmnigentPrompts:
+        bridges: dict[str, Callable[..., Any] | None] = {
+            "policy_evaluator": self.evaluate,
+            "choice_handler": self.choose,
+            "elicit": self.elicit,
+        }
+        bridges.update(kwargs)
+        return OmnigentPrompts(**bridges)  # type: ignore[arg-type]
+
+
+COMMAND = PermissionRequest(
+    RequestKind.COMMAND,
+    command_line="git push --force",
+    cwd="/work/project",
+    action_description="Running git push",
+)
+
+
+# --- policy ----------------------------------------------------------------------------------
+
+
+def test_a_permission_is_evaluated_as_a_tool_call() -> None:
+    host = Host()
+    run(host.prompts().evaluate_policy(COMMAND))
+    assert host.evaluations == [
+        (
+            "PHASE_TOOL_CALL",
+            {
+                "name": "run_command",
+                "arguments": {
+                    "command": "git push --force",
+                    "cwd": "/work/project",
+                    "description": "Running git push",
+                },
+            },
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("action", "allow_decides", "expected"),
+    [
+        ("POLICY_ACTION_DENY", False, PolicyAction.DENY),
+        ("POLICY_ACTION_ASK", False, PolicyAction.ASK),
+        # omnigent answers ALLOW when no policy objects: it does not skip the card...
+        ("POLICY_ACTION_ALLOW", False, PolicyAction.ASK),
+        # ...unless the executor says an ALLOW from this host is a decision.
+        ("POLICY_ACTION_ALLOW", True, PolicyAction.ALLOW),
+        ("POLICY_ACTION_UNSPECIFIED", False, PolicyAction.ASK),
+        ("POLICY_ACTION_SOMETHING_NEW", True, PolicyAction.ASK),
+    ],
+)
+def test_omnigent_verdicts_map_to_policy_actions(
+    action: str, allow_decides: bool, expected: PolicyAction
+) -> None:
+    host = Host(verdict=PolicyVerdictPayload(action=action, reason="because"))
+    verdict = run(host.prompts(host_allow_decides=allow_decides).evaluate_policy(COMMAND))
+    assert verdict.action is expected
+    if expected is not PolicyAction.ASK:
+        assert verdict.reason == "because"
+
+
+def test_without_a_policy_evaluator_everything_is_left_to_the_rules() -> None:
+    verdict = run(Host().prompts(policy_evaluator=None).evaluate_policy(COMMAND))
+    assert verdict == PolicyVerdict(PolicyAction.ASK)
+
+
+def test_paths_and_mcp_tools_are_named_for_the_policy_engine() -> None:
+    host = Host()
+    prompts = host.prompts()
+    run(prompts.evaluate_policy(PermissionRequest(RequestKind.EDIT, paths=("src/a.py",))))
+    run(prompts.evaluate_policy(PermissionRequest(RequestKind.MCP, mcp_tool="github/create_pr")))
+    assert host.evaluations[0][1] == {
+        "name": "edit_file",
+        "arguments": {"path": "src/a.py", "paths": ["src/a.py"]},
+    }
+    assert host.evaluations[1][1] == {"name": "mcp_tool", "arguments": {"tool": "github/create_pr"}}
+
+
+# --- permission cards ------------------------------------------------------------------------
+
+CARD = PermissionCard(
+    call_id="agy:t:5",
+    kind=RequestKind.COMMAND,
+    subject="git log -n 1",
+    command_line="git status && git log -n 1",
+    cwd="/work/project",
+    action_description="Running git log",
+    persist_pattern="git log",
+)
+
+
+@pytest.mark.parametrize(
+    ("chosen", "expected"),
+    [
+        (ALLOW_ONCE, PermissionAnswer.ALLOW_ONCE),
+        (conversation_label("git log"), PermissionAnswer.ALLOW_CONVERSATION),
+        (DENY, PermissionAnswer.DENY),  # an answer, delivered: the turn goes on (§1)
+        (None, None),  # the card was closed: dismissal
+        ("Allow everything forever", None),  # never guess a permission from an unknown label
+    ],
+)
+def test_the_permission_card_offers_three_choices_and_maps_them_back(
+    chosen: str | None, expected: PermissionAnswer | None
+) -> None:
+    host = Host(choice=chosen)
+    assert run(host.prompts().ask_permission(CARD)) == expected
+    [(tool, shown, options)] = host.choices
+    assert tool == "run_command"
+    assert options == [ALLOW_ONCE, "Allow “git log” for this conversation", DENY]
+    assert shown == {
+        "command": "git log -n 1",
+        "part_of": "git status && git log -n 1",
+        "cwd": "/work/project",
+        "description": "Running git log",
+    }
+
+
+def test_a_card_asked_again_says_why() -> None:
+    host = Host(choice=DENY)
+    run(
+        host.prompts().ask_permission(
+            PermissionCard("c", RequestKind.COMMAND, "ls", note="changed")
+        )
+    )
+    assert host.choices[0][1]["note"] == "changed"
+    assert host.choices[0][2][1] == "Allow for this conversation"
+
+
+def test_without_a_choice_handler_a_permission_cannot_be_asked() -> None:
+    with pytest.raises(PromptUnavailableError, match="choice card"):
+        run(Host().prompts(choice_handler=None).ask_permission(CARD))
+
+
+# --- questions -------------------------------------------------------------------------------
+
+COLOR = Question(
+    "Which color?", (QuestionOption("1", "Red"), QuestionOption("2", "Blue")), multi_select=False
+)
+CHECKS = Question(
+    "Which checks?",
+    (QuestionOption("1", "Lint"), QuestionOption("2", "Types"), QuestionOption("3", "Tests")),
+    multi_select=True,
+)
+SURVEY = QuestionForm("agy:t:7", (COLOR, CHECKS))
+
+
+def test_one_single_select_question_is_a_choice_card() -> None:
+    host = Host(choice="Blue")
+    got = run(host.prompts().ask_questions(QuestionForm("c", (COLOR,))))
+    assert got == QuestionAnswers((QuestionAnswer(selected=("2",)),))
+    assert host.choices == [("ask_question", {"question": "Which color?"}, ["Red", "Blue"])]
+    assert not host.elicited
+
+
+def test_a_choice_card_closed_is_a_dismissal_and_a_refusal_is_shown_as_a_note() -> None:
+    host = Host(choice=None)
+    form = QuestionForm("c", (COLOR,), error="question 1 has no option '7'")
+    assert run(host.prompts().ask_questions(form)) is None
+    assert host.choices[0][1]["note"] == "question 1 has no option '7'"
+
+
+def test_duplicate_option_texts_use_the_form_instead_of_buttons() -> None:
+    twins = Question("Pick", (QuestionOption("1", "Same"), QuestionOption("2", "Same")), False)
+    host = Host(result=ElicitationResult(action="accept", content={"0": "Same"}))
+    run(host.prompts().ask_questions(QuestionForm("c", (twins,))))
+    assert not host.choices
+    assert len(host.elicited) == 1
+
+
+def test_several_questions_go_to_the_ask_user_question_form() -> None:
+    host = Host(
+        result=ElicitationResult(action="accept", content={"0": "Red", "1": ["Lint", "Tests"]})
+    )
+    got = run(host.prompts().ask_questions(SURVEY))
+    assert got == QuestionAnswers(
+        (QuestionAnswer(selected=("1",)), QuestionAnswer(selected=("1", "3")))
+    )
+    [params] = host.elicited
+    dumped = params.model_dump()
+    assert dumped["mode"] == "form"
+    assert dumped["requestedSchema"] is None
+    assert dumped["ask_user_question"] == {
+        "questions": [
+            {
+                "id": "0",
+                "question": "Which color?",
+                "options": [{"label": "Red"}, {"label": "Blue"}],
+                "multiSelect": False,
+            },
+            {
+                "id": "1",
+                "question": "Which checks?",
+                "options": [{"label": "Lint"}, {"label": "Types"}, {"label": "Tests"}],
+                "multiSelect": True,
+            },
+        ]
+    }
+    # The params survive omnigent's own serialisation round trip (the SSE event body).
+    assert ElicitationRequestParams.model_validate(dumped).model_dump() == dumped
+
+
+def test_the_form_matches_what_omnigent_renders_for_agys_questions() -> None:
+    spec = {
+        "questions": [
+            {
+                "question": COLOR.text,
+                "options": [{"id": "1", "text": "Red"}, {"id": "2", "text": "Blue"}],
+            }
+        ]
+    }
+    oracle = to_elicitation_params(
+        {"kind": "ask_question", "trajectory_id": "t", "step_index": 3, "spec": spec}
+    )
+    host = Host(result=ElicitationResult(action="cancel"))
+    form = QuestionForm("c", (COLOR, CHECKS))  # two questions: the form, not buttons
+    run(host.prompts().ask_questions(form))
+    ours = host.elicited[0].model_dump()["ask_user_question"]["questions"][0]
+    assert ours == oracle.model_dump()["ask_user_question"]["questions"][0]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"0": "Blue", "1": ["Lint", "Tests"]},
+        {"0": "a colour of my own", "1": ["Types", "and docs"]},
+        {"0": ["Red"], "1": "Tests"},
+    ],
+)
+def test_answers_map_back_to_the_ids_omnigent_itself_would_send(content: dict[str, Any]) -> None:
+    result = ElicitationResult(action="accept", content=content)
+    spec = {
+        "questions": [
+            {"question": q.text, "options": [{"id": o.id, "text": o.text} for o in q.options]}
+            for q in SURVEY.questions
+        ]
+    }
+    oracle = to_interaction_payload("ask_question", result, spec)["askQuestion"]["responses"]
+    answers = run(Host(result=result).prompts().ask_questions(SURVEY))
+    assert answers is not None
+    assert answer_problem(SURVEY, answers) is None
+    ours = question_payload(SURVEY, answers)["responses"]
+    assert [r.get("selectedOptionIds", []) for r in ours] == [
+        r["selectedOptionIds"] for r in oracle
+    ]
+    assert [r.get("writeInResponse") for r in ours] == [r.get("writeInResponse") for r in oracle]
+
+
+def test_a_label_that_is_no_option_is_the_persons_own_answer() -> None:
+    result = ElicitationResult(action="accept", content={"0": "Blue", "1": ["Lint", "only on CI"]})
+    answers = run(Host(result=result).prompts().ask_questions(SURVEY))
+    assert answers == QuestionAnswers(
+        (QuestionAnswer(selected=("2",)), QuestionAnswer(selected=("1",), write_in="only on CI"))
+    )
+
+
+def test_answers_keyed_by_question_text_are_read_too() -> None:
+    result = ElicitationResult(
+        action="accept", content={"Which color?": "Red", "Which checks?": ["Types"]}
+    )
+    answers = run(Host(result=result).prompts().ask_questions(SURVEY))
+    assert answers == QuestionAnswers(
+        (QuestionAnswer(selected=("1",)), QuestionAnswer(selected=("2",)))
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        pytest.param({"1": ["Lint"]}, "question 1 ('Which color?') has no answer", id="missing"),
+        pytest.param({"0": 5, "1": ["Lint"]}, "has no answer", id="a-number"),
+        pytest.param({"0": True, "1": ["Lint"]}, "has no answer", id="a-boolean"),
+        pytest.param({"0": "", "1": ["Lint"]}, "has no answer", id="empty"),
+        pytest.param({"0": ["Red", "Blue"], "1": ["Lint"]}, "takes one option", id="two-for-one"),
+        pytest.param(None, "has no answer", id="no-content"),
+    ],
+)
+def test_unusable_content_becomes_an_answer_the_bridge_refuses(
+    content: dict[str, Any] | None, problem: str
+) -> None:
+    result = ElicitationResult(action="accept", content=content)
+    answers = run(Host(result=result).prompts().ask_questions(SURVEY))
+    assert answers is not None
+    found = answer_problem(SURVEY, answers)
+    assert found is not None
+    assert problem in found
+    assert "valid options: 1 (Red), 2 (Blue)" in found
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+def test_a_declined_or_cancelled_form_is_a_dismissal(action: str) -> None:
+    host = Host(result=ElicitationResult.model_validate({"action": action}))
+    assert run(host.prompts().ask_questions(SURVEY)) is None
+
+
+def test_the_form_message_carries_the_refusal_and_the_note() -> None:
+    host = Host()
+    form = QuestionForm("c", SURVEY.questions, error="question 2 has no option '9'", note="changed")
+    run(host.prompts(harness_label="Antigravity CLI").ask_questions(form))
+    message = host.elicited[0].message
+    assert message.startswith("question 2 has no option '9'")
+    assert "changed" in message
+    assert message.endswith("Antigravity CLI needs your input")
+
+
+def test_questions_without_a_form_handler_cannot_be_asked() -> None:
+    with pytest.raises(PromptUnavailableError, match="form"):
+        run(Host().prompts(elicit=None).ask_questions(SURVEY))
+
+
+# --- MCP elicitations ------------------------------------------------------------------------
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"repo": {"type": "string"}, "private": {"type": "boolean"}},
+    "required": ["repo"],
+}
+MCP_CARD = ElicitationCard("agy:t:9", "github", "Which repository?", schema=SCHEMA)
+
+
+def test_an_mcp_elicitation_is_an_mcp_form() -> None:
+    host = Host(result=ElicitationResult(action="accept", content={"repo": "a/b", "private": True}))
+    answer = run(host.prompts().ask_elicitation(MCP_CARD))
+    assert answer == ElicitationAnswer(ElicitationAction.ACCEPT, {"repo": "a/b", "private": True})
+    [params] = host.elicited
+    assert params.mode == "form"
+    assert params.requestedSchema == SCHEMA
+    assert "github" in params.message
+    assert "Which repository?" in params.message
+
+
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [("decline", ElicitationAnswer(ElicitationAction.DECLINE)), ("cancel", None)],
+)
+def test_a_declined_mcp_form_is_an_answer_and_a_cancelled_one_a_dismissal(
+    action: str, expected: ElicitationAnswer | None
+) -> None:
+    host = Host(result=ElicitationResult.model_validate({"action": action}))
+    assert run(host.prompts().ask_elicitation(MCP_CARD)) == expected
+
+
+@pytest.mark.parametrize(
+    ("card", "why"),
+    [
+        pytest.param(
+            ElicitationCard(
+                "c", "s", "m", schema={"type": "object", "properties": {"a": {"type": "object"}}}
+            ),
+            "field 'a'",
+            id="nested-field",
+        ),
+        pytest.param(
+            ElicitationCard("c", "s", "m", schema={"type": "array"}), "flat", id="not-an-object"
+        ),
+        pytest.param(
+            ElicitationCard("c", "s", "m", schema_error="not JSON"), "not JSON", id="bad-json"
+        ),
+    ],
+)
+def test_an_mcp_form_that_cannot_be_shown_is_refused_clearly(
+    card: ElicitationCard, why: str
+) -> None:
+    host = Host()
+    with pytest.raises(PromptUnavailableError, match=why):
+        run(host.prompts().ask_elicitation(card))
+    assert not host.elicited
+
+
+def test_an_mcp_elicitation_without_a_schema_is_a_confirmation() -> None:
+    host = Host(result=ElicitationResult(action="accept"))
+    answer = run(host.prompts().ask_elicitation(ElicitationCard("c", None, "Proceed?")))
+    assert answer == ElicitationAnswer(ElicitationAction.ACCEPT, {})
+    assert host.elicited[0].requestedSchema == {"type": "object", "properties": {}}
+
+
+def test_without_a_form_handler_an_mcp_elicitation_is_refused() -> None:
+    with pytest.raises(PromptUnavailableError):
+        run(Host().prompts(elicit=None).ask_elicitation(MCP_CARD))

@@ -1,0 +1,207 @@
+"""agy's tmux terminal, with real tmux on a throw-away socket (libtmux)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from omnigent_agy.agy.terminal import AgyTerminal, TerminalError, TerminalHost
+
+pytestmark = pytest.mark.tmux
+
+SECRET = "csrf-" + uuid.uuid4().hex
+
+
+def wait_until(predicate: Callable[[], object], *, timeout: float = 10.0, what: str = "") -> None:
+    """Poll ``predicate`` until it is truthy; fail the test at the deadline."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what or predicate}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def tmux_host() -> Iterator[TerminalHost]:
+    host = TerminalHost(socket_name=f"omnigent-agy-test-{uuid.uuid4().hex[:10]}")
+    yield host
+    for name in host.names():
+        terminal = host.find(name)
+        if terminal is not None:
+            terminal.stop(timeout=2)
+    host.kill_server()
+    assert not host.server.is_alive()
+    assert not host.socket_path.exists()
+
+
+ECHO_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    print("ARGS", json.dumps(sys.argv[1:]))
+    print("CWD", os.getcwd())
+    print("VAR", os.environ.get("OMNI_TEST_VAR"))
+    sys.stdout.flush()
+    for line in sys.stdin:
+        print("GOT", line.strip(), flush=True)
+    """
+)
+
+
+def _screen(terminal: AgyTerminal) -> str:
+    return "\n".join(terminal.capture(history=True))
+
+
+def _start_echo(host: TerminalHost, tmp_path: Path, name: str = "echo") -> AgyTerminal:
+    argv = [sys.executable, "-c", ECHO_SCRIPT, "two words", 'it\'s "quoted"', "$HOME;`x`"]
+    return host.start(name, argv, cwd=tmp_path, env={"OMNI_TEST_VAR": "v1 v2"})
+
+
+def test_start_runs_argv_verbatim_in_cwd_with_env(tmux_host: TerminalHost, tmp_path: Path) -> None:
+    terminal = _start_echo(tmux_host, tmp_path)
+    wait_until(lambda: "VAR" in _screen(terminal), what="the script's output")
+    screen = _screen(terminal)
+    assert 'ARGS ["two words", "it\'s \\"quoted\\"", "$HOME;`x`"]' in screen
+    assert f"CWD {tmp_path}" in screen
+    assert "VAR v1 v2" in screen
+    assert terminal.is_alive()
+    assert terminal.exit_status() is None
+
+
+def test_pid_is_the_command_itself(tmux_host: TerminalHost, tmp_path: Path) -> None:
+    terminal = _start_echo(tmux_host, tmp_path)
+    assert terminal.pid is not None
+    assert terminal.pid == terminal.pane_pid
+    # The trampoline exec'd the command: same pid, the command's own argv.
+    wait_until(lambda: "two words" in psutil.Process(terminal.pid).cmdline(), what="exec")
+    assert psutil.Process(terminal.pid).cmdline()[:2] == [sys.executable, "-c"]
+
+
+def test_launch_file_is_removed(tmux_host: TerminalHost, tmp_path: Path) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    tmux_host.start("p", [sys.executable, "-c", ECHO_SCRIPT], cwd=tmp_path, private_dir=private)
+    assert list(private.iterdir()) == []
+
+
+def test_send_text_reaches_the_program(tmux_host: TerminalHost, tmp_path: Path) -> None:
+    terminal = _start_echo(tmux_host, tmp_path)
+    wait_until(lambda: "VAR" in _screen(terminal), what="start-up")
+    terminal.send_text("hello world")
+    wait_until(lambda: "GOT hello world" in _screen(terminal), what="the echoed line")
+
+
+def test_find_re_attaches_by_name(tmux_host: TerminalHost, tmp_path: Path) -> None:
+    assert tmux_host.find("echo") is None  # no server yet
+    terminal = _start_echo(tmux_host, tmp_path)
+    found = tmux_host.find("echo")
+    assert found is not None
+    assert found.pid == terminal.pid
+    assert tmux_host.find("other") is None
+    # A fresh host object on the same socket (a respawned harness) finds it too.
+    again = TerminalHost(socket_name=tmux_host.socket_name).find("echo")
+    assert again is not None
+    assert again.pid == terminal.pid
+    assert tmux_host.names() == ["echo"]
+
+
+def test_stop_ends_process_and_session(tmux_host: TerminalHost, tmp_path: Path) -> None:
+    terminal = _start_echo(tmux_host, tmp_path)
+    pid = terminal.pid
+    assert pid is not None
+    terminal.stop()
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert tmux_host.find("echo") is None
+    assert not terminal.is_alive()
+    terminal.stop()  # idempotent
+
+
+STUBBORN_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, subprocess, sys
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    code = "import signal, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); sys.stdin.read()"
+    child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    print("CHILD", child.pid, flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+def test_stop_escalates_and_reaches_descendants(tmux_host: TerminalHost, tmp_path: Path) -> None:
+    terminal = tmux_host.start("stubborn", [sys.executable, "-c", STUBBORN_SCRIPT], cwd=tmp_path)
+    wait_until(lambda: "CHILD" in _screen(terminal), what="the child")
+    child_pid = int(_screen(terminal).split("CHILD", 1)[1].split()[0])
+    child = psutil.Process(child_pid)
+    # The child is in its own session: only the tree walk reaches it.
+    assert os.getsid(child_pid) != os.getsid(terminal.pid or 0)
+    terminal.stop(timeout=0.5)
+    assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    assert tmux_host.find("stubborn") is None
+
+
+def test_exited_pane_keeps_its_last_screen(tmux_host: TerminalHost, tmp_path: Path) -> None:
+    script = "import sys; print('not signed in, run agy', flush=True); sys.exit(3)"
+    terminal = tmux_host.start("dies", [sys.executable, "-c", script], cwd=tmp_path)
+    wait_until(lambda: not terminal.is_alive(), what="the exit")
+    # tmux 3.3 does not always reap a dead pane's process, so the status may be unknown.
+    assert terminal.exit_status() in (3, None)
+    assert "not signed in, run agy" in _screen(terminal)
+
+
+def test_missing_command_is_reported_without_argv(tmux_host: TerminalHost, tmp_path: Path) -> None:
+    argv = [str(tmp_path / "no-such-agy"), f"--csrf_token={SECRET}"]
+    terminal = tmux_host.start("missing", argv, cwd=tmp_path)
+    wait_until(lambda: not terminal.is_alive(), what="the exit")
+    assert terminal.exit_status() in (127, None)
+    screen = _screen(terminal)
+    assert "cannot start" in screen
+    assert "no-such-agy" in screen
+    assert SECRET not in screen
+
+
+def test_secret_argv_stays_out_of_tmux_and_logs(
+    tmux_host: TerminalHost, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    argv = [sys.executable, "-c", "import sys; sys.stdin.read()", f"--csrf_token={SECRET}"]
+    terminal = tmux_host.start("secret", argv, cwd=tmp_path)
+    wait_until(lambda: SECRET in " ".join(psutil.Process(terminal.pid).cmdline()), what="exec")
+    start_command = tmux_host.server.cmd(
+        "display-message", "-p", "-t", "secret", "#{pane_start_command}"
+    ).stdout
+    assert "omnigent_agy.agy.terminal" in " ".join(start_command)
+    assert SECRET not in " ".join(start_command)
+    assert SECRET not in caplog.text
+    assert any(r.name.startswith("libtmux") for r in caplog.records)
+
+
+def test_duplicate_and_invalid_names(tmux_host: TerminalHost, tmp_path: Path) -> None:
+    _start_echo(tmux_host, tmp_path)
+    with pytest.raises(TerminalError, match="already exists"):
+        _start_echo(tmux_host, tmp_path)
+    with pytest.raises(ValueError, match="session name"):
+        tmux_host.start("a.b", ["true"], cwd=tmp_path)
+    with pytest.raises(ValueError, match="argv"):
+        tmux_host.start("ok", [], cwd=tmp_path)
+
+
+def test_works_without_tmux_or_term_env(
+    tmux_host: TerminalHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Inside another tmux (TMUX set) or under CI with no terminal (no TERM) alike.
+    monkeypatch.setenv("TMUX", "/tmp/some-other-tmux,1,0")
+    monkeypatch.delenv("TERM", raising=False)
+    terminal = _start_echo(tmux_host, tmp_path)
+    wait_until(lambda: "VAR" in _screen(terminal), what="start-up")
+    monkeypatch.delenv("TMUX")
+    terminal2 = _start_echo(tmux_host, tmp_path, name="second")
+    wait_until(lambda: "VAR" in _screen(terminal2), what="start-up")

@@ -1,0 +1,295 @@
+"""User configuration: the flag, the executable, the policy block, and editing the file."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from omnigent_agy.interactions.policy import PermissionMode, parse_rule
+from omnigent_agy.onboarding.config import (
+    ENV_ENABLED,
+    ENV_PATH,
+    AgyConfig,
+    AgyNotFoundError,
+    ConfigError,
+    default_config_path,
+    load_config,
+    resolve_executable,
+    set_enabled,
+)
+
+NO_ENV: dict[str, str] = {}
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    return tmp_path / ".omnigent" / "config.yaml"
+
+
+def test_absent_file_is_disabled_by_default(config_file: Path) -> None:
+    config = load_config(config_file, env=NO_ENV)
+    assert config == AgyConfig(path=config_file)
+    assert (config.enabled, config.enabled_source, config.keep_agy_running) == (
+        False,
+        "default",
+        True,
+    )
+
+
+def test_full_block(config_file: Path) -> None:
+    write(
+        config_file,
+        """
+        server: http://127.0.0.1:8000
+        harness:
+          default: claude-sdk
+          agy-cli:
+            enabled: true
+            command: /opt/agy/bin/agy
+            args: ["--log-level", "debug"]
+            keep_agy_running: false
+            permissions:
+              mode: accept-edits
+              allow: ["command(git status)", "read(/home/u/project/**)"]
+              deny: ["command(rm:*)"]
+        """,
+    )
+    config = load_config(config_file, env=NO_ENV)
+    assert config.enabled
+    assert config.enabled_source == "file"
+    assert config.command == "/opt/agy/bin/agy"
+    assert config.args == ("--log-level", "debug")
+    assert config.keep_agy_running is False
+    assert config.permissions.mode is PermissionMode.ACCEPT_EDITS
+    assert config.permissions.allow == (
+        parse_rule("command(git status)"),
+        parse_rule("read(/home/u/project/**)"),
+    )
+    assert config.permissions.deny == (parse_rule("command(rm:*)"),)
+
+
+@pytest.mark.parametrize(
+    ("file_flag", "env_value", "enabled", "source"),
+    [
+        ("true", "0", False, ENV_ENABLED),
+        ("false", "1", True, ENV_ENABLED),
+        ("true", "", True, "file"),
+        ("true", "  ", True, "file"),
+        ("false", None, False, "file"),
+    ],
+)
+def test_environment_overrides_the_file(
+    config_file: Path, file_flag: str, env_value: str | None, enabled: bool, source: str
+) -> None:
+    write(config_file, f"harness: {{agy-cli: {{enabled: {file_flag}}}}}\n")
+    env = {} if env_value is None else {ENV_ENABLED: env_value}
+    config = load_config(config_file, env=env)
+    assert (config.enabled, config.enabled_source) == (enabled, source)
+
+
+@pytest.mark.parametrize("value", ["yes", "true", "2", "on"])
+def test_bad_environment_flag_names_the_variable(config_file: Path, value: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(config_file, env={ENV_ENABLED: value})
+    assert ENV_ENABLED in str(caught.value)
+    assert "1 (enable) or 0 (disable)" in str(caught.value)
+    assert caught.value.key == ENV_ENABLED
+
+
+@pytest.mark.parametrize(
+    ("block", "key", "hint"),
+    [
+        ("agy-cli: 5", "harness.agy-cli", "must be a mapping"),
+        ("agy-cli: {enabled: 'yes'}", "harness.agy-cli.enabled", "true or false"),
+        ("agy-cli: {keep_agy_runing: true}", "harness.agy-cli.keep_agy_runing", "did you mean"),
+        ("agy-cli: {command: ''}", "harness.agy-cli.command", "path or a name"),
+        ("agy-cli: {args: --fast}", "harness.agy-cli.args", "list of strings"),
+        ("agy-cli: {permissions: ask}", "harness.agy-cli.permissions", "mapping"),
+        ("agy-cli: {permissions: {mode: yolo}}", "harness.agy-cli.permissions.mode", "bypass"),
+        ("agy-cli: {permissions: {allow: 'command(ls)'}}", "permissions.allow", "list of rules"),
+        ("agy-cli: {permissions: {allow: [ls]}}", "permissions.allow[0]", "kind(pattern)"),
+        ("agy-cli: {permissions: {deny: [3]}}", "permissions.deny[0]", "must be a string"),
+        (
+            "agy-cli: {permissions: {deny: ['command(ls)', 'shell(rm)']}}",
+            "permissions.deny[1]",
+            "unknown kind 'shell'",
+        ),
+        ("agy-cli: {permissions: {allowed: []}}", "permissions.allowed", "did you mean 'allow'"),
+        ("agy-cli: {tmux_socket: 'a/b'}", "harness.agy-cli.tmux_socket", "tmux -L NAME"),
+        ("agy-cli: {tmux_socket: 3}", "harness.agy-cli.tmux_socket", "socket name"),
+    ],
+)
+def test_bad_settings_name_the_key(config_file: Path, block: str, key: str, hint: str) -> None:
+    write(config_file, f"harness:\n  {block}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(config_file, env=NO_ENV)
+    assert key in str(caught.value)
+    assert hint in str(caught.value)
+
+
+@pytest.mark.parametrize("text", ["harness: [unclosed\n", "- a list\n"])
+def test_unusable_file_names_the_file(config_file: Path, text: str) -> None:
+    write(config_file, text)
+    with pytest.raises(ConfigError, match=re.escape(str(config_file))):
+        load_config(config_file, env=NO_ENV)
+
+
+@pytest.mark.parametrize("text", ["", "harness: claude-sdk\n", "harness: {agy-cli: }\n"])
+def test_no_block_means_defaults(config_file: Path, text: str) -> None:
+    write(config_file, text)
+    assert load_config(config_file, env=NO_ENV) == AgyConfig(path=config_file)
+
+
+def test_default_path_follows_home_and_config_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_config_path({}) == tmp_path / "home" / ".omnigent" / "config.yaml"
+    assert default_config_path({"OMNIGENT_CONFIG_HOME": "/etc/og"}) == Path("/etc/og/config.yaml")
+
+
+# --- set_enabled ---------------------------------------------------------------------
+
+ORIGINAL = """\
+server: http://127.0.0.1:8000
+harness:
+  default: claude-sdk
+  claude-sdk:
+    command: /opt/claude
+  agy-cli:
+    command: /opt/agy
+    permissions:
+      mode: plan
+providers:
+  gemini: {api_key_env: GEMINI_API_KEY}
+"""
+
+
+def test_set_enabled_keeps_everything_else(config_file: Path) -> None:
+    write(config_file, ORIGINAL)
+    config_file.chmod(0o600)
+
+    change = set_enabled(config_file, True)
+
+    assert (change.before, change.after, change.backup) == (None, True, None)
+    document = yaml.safe_load(config_file.read_text())
+    expected = yaml.safe_load(ORIGINAL)
+    expected["harness"]["agy-cli"]["enabled"] = True
+    assert document == expected
+    assert list(document) == ["server", "harness", "providers"]  # order kept
+    assert stat.S_IMODE(config_file.stat().st_mode) == 0o600
+    assert load_config(config_file, env=NO_ENV).permissions.mode is PermissionMode.PLAN
+
+    assert set_enabled(config_file, False).before is True
+    assert load_config(config_file, env=NO_ENV).enabled is False
+    assert [p.name for p in config_file.parent.iterdir()] == ["config.yaml"]  # no temp files
+
+
+def test_set_enabled_keeps_a_wider_mode_and_creates_new_files_private(config_file: Path) -> None:
+    write(config_file, "server: x\n")
+    config_file.chmod(0o644)
+    set_enabled(config_file, True)
+    assert stat.S_IMODE(config_file.stat().st_mode) == 0o644
+
+    fresh = config_file.parent / "sub" / "config.yaml"
+    set_enabled(fresh, True)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
+    assert yaml.safe_load(fresh.read_text()) == {"harness": {"agy-cli": {"enabled": True}}}
+
+
+def test_set_enabled_converts_omnigents_scalar_harness(config_file: Path) -> None:
+    write(config_file, "harness: pi\n")
+    set_enabled(config_file, True)
+    assert yaml.safe_load(config_file.read_text()) == {
+        "harness": {"default": "pi", "agy-cli": {"enabled": True}}
+    }
+
+
+def test_set_enabled_backs_up_a_commented_file(config_file: Path) -> None:
+    write(config_file, "# my settings\nserver: x  # the server\n")
+    change = set_enabled(config_file, True)
+    assert change.backup == config_file.with_name("config.yaml.bak")
+    assert change.backup.read_text() == "# my settings\nserver: x  # the server\n"
+
+
+@pytest.mark.parametrize("text", ["harness: [a, b]\n", "harness: {agy-cli: [x]}\n"])
+def test_set_enabled_refuses_to_clobber(config_file: Path, text: str) -> None:
+    write(config_file, text)
+    with pytest.raises(ConfigError):
+        set_enabled(config_file, True)
+    assert config_file.read_text() == text
+
+
+# --- the executable ------------------------------------------------------------------
+
+
+def executable(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_executable_from_the_environment_wins(tmp_path: Path) -> None:
+    env_agy = executable(tmp_path / "env" / "agy")
+    path_agy = executable(tmp_path / "bin" / "agy")
+    config = AgyConfig(path=tmp_path / "c.yaml", command=str(tmp_path / "nowhere"))
+    env = {ENV_PATH: str(env_agy), "PATH": str(path_agy.parent)}
+    assert resolve_executable(config, env) == env_agy
+
+
+def test_executable_from_the_config_then_path(tmp_path: Path) -> None:
+    config_agy = executable(tmp_path / "opt" / "agy-sim")
+    path_agy = executable(tmp_path / "bin" / "agy")
+    env = {"PATH": str(path_agy.parent)}
+    config = AgyConfig(path=tmp_path / "c.yaml", command=str(config_agy))
+    assert resolve_executable(config, env) == config_agy
+    assert resolve_executable(AgyConfig(path=tmp_path / "c.yaml"), env) == path_agy
+    by_name = AgyConfig(path=tmp_path / "c.yaml", command="agy")
+    assert resolve_executable(by_name, env) == path_agy
+
+
+def test_an_explicit_executable_that_is_missing_never_falls_back(tmp_path: Path) -> None:
+    executable(tmp_path / "bin" / "agy")
+    env = {ENV_PATH: str(tmp_path / "typo" / "agy"), "PATH": str(tmp_path / "bin")}
+    with pytest.raises(AgyNotFoundError) as caught:
+        resolve_executable(AgyConfig(path=tmp_path / "c.yaml"), env)
+    assert ENV_PATH in str(caught.value)
+    assert "Fix or unset" in caught.value.remediation
+
+
+def test_a_non_executable_file_is_refused(tmp_path: Path) -> None:
+    plain = tmp_path / "agy"
+    plain.write_text("")
+    os.chmod(plain, 0o644)
+    config = AgyConfig(path=tmp_path / "c.yaml", command=str(plain))
+    with pytest.raises(AgyNotFoundError, match=r"harness\.agy-cli\.command"):
+        resolve_executable(config, {"PATH": ""})
+
+
+def test_agy_missing_from_path_says_how_to_install(tmp_path: Path) -> None:
+    with pytest.raises(AgyNotFoundError) as caught:
+        resolve_executable(AgyConfig(path=tmp_path / "c.yaml"), {"PATH": str(tmp_path)})
+    assert "not on PATH" in str(caught.value)
+    assert "install.sh" in caught.value.remediation
+    assert ENV_PATH in caught.value.remediation
+    assert caught.value.code == "agy_not_installed"
+
+
+def test_tmux_socket_names_the_socket(config_file: Path) -> None:
+    write(config_file, "harness:\n  agy-cli: {tmux_socket: agy-work.1}\n")
+    assert load_config(config_file, env=NO_ENV).tmux_socket == "agy-work.1"
+    write(config_file, "harness:\n  agy-cli: {enabled: true}\n")
+    assert load_config(config_file, env=NO_ENV).tmux_socket is None

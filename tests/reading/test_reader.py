@@ -1,0 +1,467 @@
+"""The reader thread against agy-sim running as a separate process in tmux (real TLS HTTP/2)."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from simproc import FAST, Sim, plan_model, sim_launcher, wait_for
+
+from omnigent_agy.reading.cursor import CursorStore
+from omnigent_agy.reading.events import (
+    AssistantMessage,
+    InteractionRequested,
+    SubAgentFinished,
+    SubAgentStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnBoundary,
+    apply_delta,
+)
+from omnigent_agy.reading.reader import (
+    CascadeReader,
+    ConversationRotated,
+    ReaderEvent,
+    ReaderFailed,
+    ReaderModeChanged,
+    ReaderSettings,
+    TurnEnded,
+)
+from omnigent_agy.reading.sink import QueueSink
+from omnigent_agy.rpc.client import RpcClient
+
+pytestmark = pytest.mark.tmux
+
+QUICK = ReaderSettings(idle_timeout=1.0, poll_interval=0.1, reconnect_initial=0.05)
+SLOW_LONG = [*FAST, "--sim-long-token-delay", "0.004"]
+
+
+@pytest.fixture(scope="module")
+def agy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    """One agy-sim for the module: each test uses its own cascade; faults reset per test."""
+    with sim_launcher(tmp_path_factory.mktemp("reader-sim"), "agy-reader") as launcher:
+        yield launcher.launch(*SLOW_LONG)
+
+
+@pytest.fixture
+def sim(agy: Sim) -> Iterator[Sim]:
+    agy.clear_faults()
+    yield agy
+    agy.clear_faults()
+
+
+def run[T](coro: Any) -> T:
+    return asyncio.run(coro)  # type: ignore[no-any-return]
+
+
+async def _start(sim: Sim) -> tuple[str, str]:
+    async with sim.client() as client:
+        cascade = await client.start_cascade()
+        return cascade, await plan_model(client)
+
+
+def new_cascade(sim: Sim) -> tuple[str, str]:
+    return run(_start(sim))
+
+
+def send(sim: Sim, cascade: str, text: str, model: str) -> None:
+    async def go() -> None:
+        async with sim.client() as client:
+            await client.send_user_cascade_message(cascade, text, plan_model=model)
+
+    run(go())
+
+
+class Collected:
+    """Events read from a sink, with waits on what a test expects."""
+
+    def __init__(self, sink: QueueSink[ReaderEvent]) -> None:
+        self.sink = sink
+        self.events: list[ReaderEvent] = []
+
+    def until[E](
+        self, kind: type[E], where: Callable[[E], bool] = lambda e: True, timeout: float = 30.0
+    ) -> E:
+        deadline = time.monotonic() + timeout
+        for event in self.events:
+            if isinstance(event, kind) and where(event):
+                return event
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                kinds = [type(e).__name__ for e in self.events]
+                raise AssertionError(f"no {kind.__name__} arrived; saw {kinds}")
+            try:
+                event = self.sink.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            self.events.append(event)
+            if isinstance(event, kind) and where(event):
+                return event
+
+    def of[E](self, kind: type[E]) -> list[E]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def start_reader(sim: Sim, cascade: str, **kwargs: Any) -> tuple[CascadeReader, Collected]:
+    sink: QueueSink[ReaderEvent] = QueueSink()
+    reader = CascadeReader(
+        port=sim.port,
+        csrf_token=sim.token or "",
+        cascade_id=cascade,
+        sink=sink,
+        settings=kwargs.pop("settings", QUICK),
+        **kwargs,
+    )
+    reader.start()
+    assert reader.wait_ready(20), "the reader never caught up"
+    return reader, Collected(sink)
+
+
+def assert_exactly_once(collected: Collected) -> str:
+    """Deltas of each message rebuild its committed text; each message is committed once."""
+    messages = collected.of(AssistantMessage)
+    keys = [m.key for m in messages]
+    assert len(keys) == len(set(keys)), "a message was committed twice"
+    texts: dict[Any, str] = {}
+    for delta in collected.of(TextDelta):
+        texts[delta.key] = apply_delta(texts.get(delta.key, ""), delta)
+    for message in messages:
+        assert texts.get(message.key, "") == message.text
+    return "".join(m.text for m in messages)
+
+
+@pytest.fixture
+def no_stray_threads() -> Iterator[None]:
+    before = set(threading.enumerate())
+    yield
+    wait_for(lambda: set(threading.enumerate()) <= before, "reader threads to end", 5.0)
+
+
+def our_connections_to(port: int) -> list[Any]:
+    return [
+        c
+        for c in psutil.Process().net_connections(kind="tcp")
+        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+    ]
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_a_long_answer_arrives_as_deltas_that_rebuild_it_exactly_once(sim: Sim) -> None:
+    cascade, model = new_cascade(sim)
+    reader, collected = start_reader(sim, cascade)
+    try:
+        send(sim, cascade, "give me a long answer", model)
+        ended = collected.until(TurnEnded)
+        text = assert_exactly_once(collected)
+        assert len(collected.of(AssistantMessage)) == 1
+        assert len(collected.of(TextDelta)) > 10, "the answer should stream in many deltas"
+        assert len(text) > 200
+        assert ended.usage is not None
+        assert ended.usage.output_tokens > 0
+        boundary = collected.until(TurnBoundary)
+        assert boundary.text == "give me a long answer"
+        assert ended.boundary == boundary.key
+    finally:
+        assert reader.stop()
+    assert not our_connections_to(sim.port), "the reader left a connection open"
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+@pytest.mark.parametrize("seed", range(24))
+def test_streams_dropped_at_random_points_lose_and_repeat_nothing(sim: Sim, seed: int) -> None:
+    rng = random.Random(seed)
+    drops = [
+        {
+            "kind": "drop_stream",
+            "method": "StreamAgentStateUpdates",
+            "after_frames": rng.randint(1, 40),
+            "mode": rng.choice(["eof", "truncate"]),
+            "times": rng.randint(1, 3),
+            "id": f"seed-{seed}",
+        }
+    ]
+    cascade, model = new_cascade(sim)
+    sim.set_faults(*drops, restart=max(0, len(sim.ports_logged()) - 1))
+    reader, collected = start_reader(sim, cascade)
+    try:
+        send(sim, cascade, "a long answer please", model)
+        collected.until(TurnEnded)
+        text = assert_exactly_once(collected)
+        assert len(collected.of(AssistantMessage)) == 1
+        expected = run(_committed_text(sim, cascade))
+        assert text == expected
+        assert len(collected.of(TurnEnded)) == 1
+        # The fault really fired: the reader lost its stream and caught up by polling.
+        assert any(m.mode == "polling" for m in collected.of(ReaderModeChanged))
+    finally:
+        assert reader.stop()
+
+
+async def _committed_text(sim: Sim, cascade: str) -> str:
+    async with sim.client() as client:
+        steps = await client.get_cascade_trajectory_steps(cascade)
+    return "".join(
+        s["plannerResponse"]["response"]
+        for s in steps
+        if s.get("type") == "CORTEX_STEP_TYPE_PLANNER_RESPONSE"
+        and s.get("plannerResponse", {}).get("response")
+    )
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_a_stalled_stream_is_caught_up_by_polling(sim: Sim) -> None:
+    cascade, model = new_cascade(sim)
+    stall = {"kind": "stall_stream", "method": "StreamAgentStateUpdates", "after_frames": 3}
+    sim.set_faults(stall, restart=max(0, len(sim.ports_logged()) - 1))
+    reader, collected = start_reader(sim, cascade)
+    try:
+        send(sim, cascade, "a long answer please", model)
+        collected.until(TurnEnded)
+        assert assert_exactly_once(collected) == run(_committed_text(sim, cascade))
+    finally:
+        assert reader.stop()
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+@pytest.mark.parametrize("kind", ["http_error", "garbage"])
+def test_a_broken_stream_falls_back_to_polling_and_returns(sim: Sim, kind: str) -> None:
+    cascade, model = new_cascade(sim)
+    fault = {"kind": kind, "method": "StreamAgentStateUpdates", "times": 4, "id": kind}
+    sim.set_faults(fault, restart=max(0, len(sim.ports_logged()) - 1))
+    reader, collected = start_reader(sim, cascade)
+    try:
+        collected.until(ReaderModeChanged, lambda e: e.mode == "polling")
+        send(sim, cascade, "hello there", model)
+        collected.until(TurnEnded)
+        assert assert_exactly_once(collected) == run(_committed_text(sim, cascade))
+        collected.until(ReaderModeChanged, lambda e: e.mode == "streaming")
+    finally:
+        assert reader.stop()
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_a_restarted_reader_goes_on_from_its_durable_cursor(sim: Sim, tmp_path: Path) -> None:
+    cascade, model = new_cascade(sim)
+    store = CursorStore(tmp_path / "state")
+    first, seen_first = start_reader(sim, cascade, cursor=store)
+    send(sim, cascade, "hello there", model)
+    seen_first.until(TurnEnded)
+    send(sim, cascade, "now a long answer", model)
+    seen_first.until(TextDelta, lambda d: d.offset > 100)
+    assert first.stop()
+    seen_first.events.extend(seen_first.sink.drain())
+
+    second, seen_second = start_reader(sim, cascade, cursor=store)
+    try:
+        seen_second.until(TurnEnded)
+        # Nothing of the first turn is published again.
+        first_turn = seen_first.of(AssistantMessage)[0]
+        assert first_turn.key not in {m.key for m in seen_second.of(AssistantMessage)}
+        assert len(seen_second.of(TurnBoundary)) <= 1
+        # Across both readers, the long answer's deltas rebuild it exactly once.
+        both = Collected(QueueSink())
+        both.events = [*seen_first.events, *seen_second.events]
+        assert assert_exactly_once(both) == run(_committed_text(sim, cascade))
+    finally:
+        assert second.stop()
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_skip_existing_publishes_no_history(sim: Sim) -> None:
+    cascade, model = new_cascade(sim)
+    send(sim, cascade, "hello there", model)
+    run(_wait_idle(sim, cascade))
+    reader, collected = start_reader(sim, cascade, skip_existing=True)
+    try:
+        send(sim, cascade, "and again", model)
+        collected.until(TurnEnded)
+        boundaries = collected.of(TurnBoundary)
+        assert [b.text for b in boundaries] == ["and again"]
+        assert len(collected.of(AssistantMessage)) == 1
+    finally:
+        assert reader.stop()
+
+
+async def _wait_idle(sim: Sim, cascade: str) -> None:
+    async with sim.client() as client:
+        for _ in range(400):
+            summary = (await client.get_all_cascade_trajectories())["trajectorySummaries"][cascade]
+            if summary["status"] == "CASCADE_RUN_STATUS_IDLE" and summary.get("stepCount"):
+                return
+            await asyncio.sleep(0.05)
+    raise AssertionError("the cascade never went idle")
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_tool_calls_appear_although_the_stream_strips_tool_call(sim: Sim) -> None:
+    cascade, model = new_cascade(sim)
+    reader, collected = start_reader(sim, cascade)
+    try:
+        send(sim, cascade, "list the files here", model)
+        collected.until(TurnEnded)
+        started = collected.of(ToolCallStarted)
+        finished = collected.of(ToolCallFinished)
+        assert started
+        assert finished
+        assert {s.call_id for s in started} == {f.call_id for f in finished}
+        assert any(s.step_type.endswith("LIST_DIRECTORY") for s in started)
+        assert any("README.md" in f.output for f in finished)
+    finally:
+        assert reader.stop()
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_an_approval_gate_is_announced_once_and_the_command_output_follows(sim: Sim) -> None:
+    cascade, model = new_cascade(sim)
+    reader, collected = start_reader(sim, cascade)
+    try:
+        send(sim, cascade, "run: echo hello", model)
+        gate = collected.until(InteractionRequested)
+        assert gate.kind == "permission"
+        assert gate.command_line
+        assert "echo hello" in gate.command_line
+
+        async def allow() -> None:
+            async with sim.client() as client:
+                await client.handle_cascade_user_interaction(
+                    cascade,
+                    trajectory_id=gate.key.trajectory_id,
+                    step_index=gate.key.step_index,
+                    permission={"allow": True},
+                )
+
+        run(allow())
+        collected.until(TurnEnded)
+        assert len(collected.of(InteractionRequested)) == 1
+        done = [f for f in collected.of(ToolCallFinished) if f.call_id == gate.call_id]
+        assert len(done) == 1
+        assert done[0].exit_code == 0
+    finally:
+        assert reader.stop()
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_clear_in_the_tui_rotates_to_the_new_conversation(sim: Sim) -> None:
+    cascade, model = new_cascade(sim)
+    reader, collected = start_reader(sim, cascade)
+    try:
+        send(sim, cascade, "hello there", model)
+        collected.until(TurnEnded)
+        sim.type("/clear")
+        rotated = collected.until(ConversationRotated)
+        assert rotated.old_cascade_id == cascade
+        assert rotated.new_cascade_id != cascade
+        wait_for(lambda: reader.cascade_id == rotated.new_cascade_id, "the reader to re-bind")
+        send(sim, rotated.new_cascade_id, "after the clear", model)
+        boundary = collected.until(TurnBoundary, lambda b: b.text == "after the clear")
+        assert boundary.key.cascade_id == rotated.new_cascade_id
+        collected.until(TurnEnded, lambda e: e.cascade_id == rotated.new_cascade_id)
+    finally:
+        assert reader.stop()
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_a_rejected_token_stops_the_reader_with_a_failure(sim: Sim) -> None:
+    cascade, _ = new_cascade(sim)
+    sink: QueueSink[ReaderEvent] = QueueSink()
+    reader = CascadeReader(
+        port=sim.port, csrf_token="not-the-token", cascade_id=cascade, sink=sink, settings=QUICK
+    )
+    reader.start()
+    try:
+        failed = Collected(sink).until(ReaderFailed)
+        assert failed.error.http_status == 403
+        wait_for(lambda: not reader.is_alive(), "the reader to stop by itself")
+    finally:
+        reader.stop()
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_agy_restarting_on_a_new_port_is_found_again(sim: Sim) -> None:
+    cascade, model = new_cascade(sim)
+    old_port = sim.port
+
+    async def where_now() -> int:
+        return sim.port
+
+    reader, collected = start_reader(sim, cascade, resolve_port=where_now)
+    try:
+        send(sim, cascade, "hello there", model)
+        collected.until(TurnEnded)
+        sim.set_faults(restart=len(sim.ports_logged()))
+        wait_for(lambda: sim.port != old_port, "agy-sim to restart on a new port")
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", old_port)) != 0, "the old port still answers"
+        send(sim, cascade, "still there?", model)
+        collected.until(TurnBoundary, lambda b: b.text == "still there?")
+        collected.until(TurnEnded, lambda e: e.boundary.step_index > 0)
+        assert len(collected.of(TurnEnded)) == 2
+    finally:
+        assert reader.stop()
+
+
+def test_stop_before_start_and_twice_is_harmless(sim: Sim) -> None:
+    reader = CascadeReader(
+        port=sim.port, csrf_token=sim.token or "", cascade_id="x", sink=QueueSink()
+    )
+    assert reader.stop()
+    assert reader.stop()
+
+
+def test_client_factory_is_used_for_every_connection(sim: Sim) -> None:
+    made: list[int] = []
+
+    def factory(port: int, token: str) -> RpcClient:
+        made.append(port)
+        return RpcClient(port=port, csrf_token=token)
+
+    cascade, _ = new_cascade(sim)
+    reader, _ = start_reader(sim, cascade, client_factory=factory)
+    try:
+        wait_for(lambda: made, "the reader to connect")
+    finally:
+        assert reader.stop()
+    assert made == [sim.port]
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_a_sub_agent_is_reported_and_never_mistaken_for_a_clear(sim: Sim) -> None:
+    cascade, model = new_cascade(sim)
+    reader, collected = start_reader(sim, cascade)
+    try:
+        send(sim, cascade, "start a sub-agent to survey things", model)
+        collected.until(TurnEnded)
+        checks = reader.rotation_checks
+        # Let the reader look at agy's cascades again now that the child exists.
+        wait_for(lambda: reader.rotation_checks > checks, "another look for a /clear", 10.0)
+        started = collected.of(SubAgentStarted)
+        finished = collected.of(SubAgentFinished)
+        assert len(started) == 1
+        assert started[0].child_cascade_id != cascade
+        assert [f.child_cascade_id for f in finished] == [started[0].child_cascade_id]
+        assert finished[0].ok
+        assert not collected.of(ConversationRotated)
+        assert reader.cascade_id == cascade
+        # agy really made a child cascade, parented to ours.
+        summaries = run(_summaries(sim))
+        child = summaries[started[0].child_cascade_id]
+        assert child["trajectoryMetadata"]["parentConversationId"] == cascade
+    finally:
+        assert reader.stop()
+
+
+async def _summaries(sim: Sim) -> dict[str, Any]:
+    async with sim.client() as client:
+        reply = await client.get_all_cascade_trajectories()
+    return dict(reply["trajectorySummaries"])
