@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.simulator.server import ConnectApp, ConnectHandlerError, TlsConnectServer
+from omnigent_agy.simulator.connect_app import ConnectApp, ConnectHandlerError
+from omnigent_agy.simulator.server import TlsConnectServer
 
 
 def _log(path: Path | None, line: str) -> None:

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from omnigent_agy.simulator.server import ConnectApp, ConnectHandlerError, TlsConnectServer
+from omnigent_agy.simulator.connect_app import ConnectApp, ConnectHandlerError
+from omnigent_agy.simulator.server import TlsConnectServer
 
 TOKEN = "test-csrf-token-0123456789"
 

@@ -41,9 +41,9 @@ from omnigent_agy.simulator.catalog import (
     CatalogModel,
     ModelCatalog,
 )
+from omnigent_agy.simulator.connect_app import StreamHandler, UnaryHandler
 from omnigent_agy.simulator.handlers import RpcHandlers
 from omnigent_agy.simulator.scenarios import ScenarioKnobs, Script, choose, subagent_worker
-from omnigent_agy.simulator.server import StreamHandler, UnaryHandler
 from omnigent_agy.simulator.turn import Turn, TurnAbortedError, TurnEnv
 
 __all__ = ["EngineSettings", "IdSource", "SimEngine", "TranscriptEvent"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from omnigent_agy.simulator import steps_factory as sf
 from omnigent_agy.simulator.cascade import IDLE, Cascade, GateRejectedError, QueuedMessage
-from omnigent_agy.simulator.server import ConnectHandlerError, StreamHandler, UnaryHandler
+from omnigent_agy.simulator.connect_app import ConnectHandlerError, StreamHandler, UnaryHandler
 
 if TYPE_CHECKING:
     from omnigent_agy.simulator.engine import SimEngine

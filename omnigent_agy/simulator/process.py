@@ -32,9 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from omnigent_agy.simulator.catalog import CatalogModel, ModelCatalog
-from omnigent_agy.simulator.engine import EngineSettings, SimEngine
-from omnigent_agy.simulator.faults import FaultInjector, FaultSource
-from omnigent_agy.simulator.server import (
+from omnigent_agy.simulator.connect_app import (
     ASGIApp,
     ConnectApp,
     ConnectHandlerError,
@@ -42,8 +40,10 @@ from omnigent_agy.simulator.server import (
     Receive,
     Scope,
     Send,
-    TlsConnectServer,
 )
+from omnigent_agy.simulator.engine import EngineSettings, SimEngine
+from omnigent_agy.simulator.faults import FaultInjector, FaultSource
+from omnigent_agy.simulator.server import TlsConnectServer
 from omnigent_agy.simulator.tui import (
     SIGN_IN_HINT,
     Tui,

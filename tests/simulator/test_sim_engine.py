@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from omnigent_agy.simulator.cascade import TranscriptEvent
+from omnigent_agy.simulator.connect_app import ConnectHandlerError
 from omnigent_agy.simulator.engine import EngineSettings, SimEngine
 from omnigent_agy.simulator.scenarios import choose
-from omnigent_agy.simulator.server import ConnectHandlerError
 
 MODEL = "MODEL_PLACEHOLDER_M20"
 DEADLINE = 10.0

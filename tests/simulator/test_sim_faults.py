@@ -17,6 +17,7 @@ import pytest
 
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.errors import Code, ProtocolError, RpcError, StreamStalled
+from omnigent_agy.simulator.connect_app import ConnectApp
 from omnigent_agy.simulator.faults import (
     GARBAGE_BODY,
     DropMode,
@@ -31,7 +32,7 @@ from omnigent_agy.simulator.faults import (
     parse_rule,
     parse_spec,
 )
-from omnigent_agy.simulator.server import ConnectApp, TlsConnectServer
+from omnigent_agy.simulator.server import TlsConnectServer
 
 SERVICE = "/exa.language_server_pb.LanguageServerService"
 

@@ -1,0 +1,264 @@
+"""A turn's tool runs and the gates that park them (WIRE.md §5-§6).
+
+``ToolRuns`` writes each tool's own step after the PLANNER_RESPONSE that called it:
+RUN_COMMAND (one permission gate per ``&&`` part, on the same step), ASK_QUESTION (a
+question gate), VIEW_FILE, LIST_DIRECTORY and INVOKE_SUBAGENT. A gate parks its step in
+WAITING until HandleCascadeUserInteraction delivers an answer (applied synchronously by
+``Gate.accept``) or the WAITING timeout moves it to ERROR; then a fresh WAITING step is
+made at a higher index, ``waiting_retries`` times, before the turn gives up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from omnigent_agy.simulator import steps_factory as sf
+from omnigent_agy.simulator.answers import (
+    apply_permission,
+    apply_question,
+    validate_question_answer,
+)
+from omnigent_agy.simulator.cascade import Gate, GateKind
+from omnigent_agy.simulator.scenarios import CommandOutcome, Question, QuestionOutcome
+from omnigent_agy.simulator.turn_steps import StepWriter, TurnAbortedError
+
+ModelError = Callable[[str, str], Awaitable[None]]
+
+
+def _describe_request(request: dict[str, Any]) -> str:
+    """One line for the TUI: what the WAITING step asks."""
+    if "permission" in request:
+        return f"permission to run: {request['permission']['resource']['target']}"
+    questions = request.get("askQuestion", {}).get("questions", [])
+    return "question: " + " | ".join(
+        q["question"] + " " + " ".join(f"[{o['id']}] {o['text']}" for o in q.get("options", []))
+        for q in questions
+    )
+
+
+class ToolRuns:
+    """The tools of one turn, written through the turn's ``StepWriter``.
+
+    ``model_error`` is the turn's own (it writes the ERROR_MESSAGE step a turn ends with
+    when a gate timed out too often).
+    """
+
+    def __init__(self, steps: StepWriter, model_error: ModelError) -> None:
+        self._steps = steps
+        self._model_error = model_error
+
+    def _new_tool_step(
+        self, call: sf.ToolCall, step_type: str, payload_key: str, payload: dict[str, Any]
+    ) -> int:
+        steps = self._steps
+        ts = steps.env.now()
+        step = sf.tool_step(
+            steps.ident(steps.tool_metadata_index),
+            ts,
+            model=steps.model.model,
+            step_type=step_type,
+            payload_key=payload_key,
+            payload=payload,
+            call=call,
+            output_tokens=20 + len(call.arguments) * 6,
+        )
+        index = steps.cascade.append(step, ts)
+        steps.active = index
+        steps.emit("tool", f"{call.name} {call.tool_summary}".strip(), index)
+        return index
+
+    def _finish(self, index: int) -> None:
+        self._steps.set_status(index, sf.S_DONE)
+        self._steps.active = None
+
+    # -- gates --------------------------------------------------------------------------
+    async def _gate(
+        self,
+        index: int,
+        kind: GateKind,
+        request: dict[str, Any],
+        apply: Callable[[dict[str, Any]], Any],
+    ) -> Any:
+        """Park step ``index`` in WAITING until answered; None when the wait timed out."""
+        steps = self._steps
+        cascade = steps.cascade
+        loop = asyncio.get_running_loop()
+        answered: asyncio.Future[Any] = loop.create_future()
+        step = cascade.steps[index]
+        step["requestedInteraction"] = request
+
+        def accept(interaction: dict[str, Any]) -> None:
+            result = apply(interaction)  # raises GateRejectedError before changing anything
+            del cascade.gates[index]
+            cascade.interactions.append({"stepIndex": index, **interaction})
+            steps.set_status(index, sf.S_RUNNING)
+            steps.emit("answered", kind, index)
+            answered.set_result(result)
+
+        cascade.gates[index] = Gate(index, kind, accept)
+        steps.set_status(index, sf.S_WAITING)
+        steps.emit("waiting", _describe_request(request), index)
+        try:
+            return await asyncio.wait_for(asyncio.shield(answered), steps.env.waiting_timeout)
+        except TimeoutError:
+            if answered.done():  # the answer and the deadline met in one loop iteration
+                return answered.result()
+            # WAITING times out server-side → ERROR; the caller retries at a higher index (§6).
+            cascade.gates.pop(index, None)
+            steps.set_status(index, sf.S_ERROR)
+            steps.emit("error", "timed out waiting for the user", index)
+            return None
+        finally:
+            cascade.gates.pop(index, None)
+
+    async def _retrying(self, make: Callable[[], Awaitable[Any]]) -> Any:
+        for _ in range(self._steps.env.waiting_retries + 1):
+            result = await make()
+            if result is not None:
+                return result
+        await self._model_error(
+            "Timed out waiting for user input.", "interaction timed out too many times (agy-sim)"
+        )
+        raise TurnAbortedError("interaction timed out")
+
+    # -- gated tools --------------------------------------------------------------------
+    async def run_command(
+        self, call: sf.ToolCall, command: str, *, output: str, runtime: float = 0.0
+    ) -> CommandOutcome:
+        parts = [p.strip() for p in command.split("&&") if p.strip()]
+        pending = list(parts)
+
+        async def attempt() -> CommandOutcome | None:
+            payload = {
+                "commandLine": command,
+                "proposedCommandLine": command,
+                "cwd": str(self._steps.env.workspace),
+                "waitMsBeforeAsync": "2000",
+                "blocking": True,
+            }
+            index = self._new_tool_step(call, "CORTEX_STEP_TYPE_RUN_COMMAND", "runCommand", payload)
+            step = self._steps.cascade.steps[index]
+            # Chained commands: one gate per part, on the same step (WIRE.md §6).
+            while pending:
+                request = sf.permission_request(target=pending[0], description=call.tool_action)
+                allowed = await self._gate(
+                    index, "permission", request, partial(apply_permission, step)
+                )
+                if allowed is None:
+                    return None
+                pending.pop(0)
+                if not allowed:
+                    step["runCommand"]["userRejected"] = True
+                    self._finish(index)
+                    return CommandOutcome(allowed=False)
+            return await self._execute(index, output, runtime)
+
+        result: CommandOutcome = await self._retrying(attempt)
+        return result
+
+    async def _execute(self, index: int, output: str, runtime: float) -> CommandOutcome:
+        steps = self._steps
+        step = steps.cascade.steps[index]
+        step["runCommand"]["shellName"] = "bash"
+        if step["status"] != sf.S_RUNNING:
+            steps.set_status(index, sf.S_RUNNING)
+        else:
+            steps.touch(index)
+        if runtime > 0:
+            step["runCommand"]["combinedOutput"] = {"full": "start\r\n"}
+            steps.touch(index)
+            await asyncio.sleep(runtime)
+        step["runCommand"].update(exitCode=0, combinedOutput={"full": output})
+        self._finish(index)
+        steps.emit("tool", output.rstrip("\n"), index)
+        return CommandOutcome(allowed=True, output=output, exit_code=0)
+
+    async def ask(self, call: sf.ToolCall, questions: Sequence[Question]) -> QuestionOutcome:
+        wire = [q.to_wire() for q in questions]
+
+        async def attempt() -> QuestionOutcome | None:
+            index = self._new_tool_step(
+                call,
+                "CORTEX_STEP_TYPE_ASK_QUESTION",
+                "askQuestion",
+                {"questions": [dict(q) for q in wire]},
+            )
+            self._steps.set_status(index, sf.S_RUNNING)
+            step = self._steps.cascade.steps[index]
+
+            def apply(interaction: dict[str, Any]) -> QuestionOutcome:
+                outcome = validate_question_answer(index, questions, interaction)
+                apply_question(step, interaction, outcome)
+                return outcome
+
+            outcome: QuestionOutcome | None = await self._gate(
+                index, "askQuestion", sf.question_request(wire), apply
+            )
+            if outcome is not None:
+                self._finish(index)
+            return outcome
+
+        result: QuestionOutcome = await self._retrying(attempt)
+        return result
+
+    # -- other tools --------------------------------------------------------------------
+    async def view_file(self, call: sf.ToolCall, path: Path) -> None:
+        content = path.read_text(errors="replace")[:20000] if path.is_file() else ""
+        lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+        payload: dict[str, Any] = {"absolutePathUri": path.as_uri()}
+        if lines:
+            payload["endLine"] = max(lines - 1, 0) or lines
+        if content:
+            payload.update(
+                content=content,
+                numLines=lines,
+                numBytes=len(content.encode()),
+                lineRangeBytes=len(content.encode()),
+            )
+        await self._quick_tool(call, "CORTEX_STEP_TYPE_VIEW_FILE", "viewFile", payload)
+
+    async def list_directory(self, call: sf.ToolCall, path: Path) -> None:
+        results: list[dict[str, Any]] = []
+        entries = sorted(path.iterdir(), key=lambda p: p.name)[:200] if path.is_dir() else []
+        for entry in entries:
+            if entry.is_dir():
+                results.append({"name": entry.name, "isDir": True})
+            else:
+                size = entry.stat().st_size
+                results.append({"name": entry.name, **({"sizeBytes": str(size)} if size else {})})
+        payload: dict[str, Any] = {"directoryPathUri": path.as_uri()}
+        if results:
+            payload["results"] = results
+        await self._quick_tool(call, "CORTEX_STEP_TYPE_LIST_DIRECTORY", "listDirectory", payload)
+
+    async def _quick_tool(
+        self, call: sf.ToolCall, step_type: str, key: str, payload: dict[str, Any]
+    ) -> None:
+        index = self._new_tool_step(call, step_type, key, payload)
+        self._steps.set_status(index, sf.S_RUNNING)
+        await self._steps.pause()
+        self._finish(index)
+
+    async def invoke_subagent(self, call: sf.ToolCall, *, role: str, task: str) -> str:
+        # No recorded INVOKE_SUBAGENT payload exists: the shape is a guess, the same one the
+        # project's hand-made fixtures use (subagents[] requested, results[] per child).
+        steps = self._steps
+        payload = {"subagents": [{"role": role, "typeName": "general", "prompt": task}]}
+        index = self._new_tool_step(
+            call, "CORTEX_STEP_TYPE_INVOKE_SUBAGENT", "invokeSubagent", payload
+        )
+        steps.set_status(index, sf.S_RUNNING)
+        step = steps.cascade.steps[index]
+
+        def started(child_id: str) -> None:
+            step["invokeSubagent"]["results"] = [{"conversationId": child_id}]
+            steps.touch(index)
+
+        report = await steps.env.spawn_subagent(steps.cascade, task, steps.model, started)
+        step["invokeSubagent"]["results"][0]["summary"] = report
+        self._finish(index)
+        return report
