@@ -32,7 +32,7 @@ def seconds_per_frame(prior_steps: int, frames: list[dict[str, Any]], directory:
         try:
             started = time.perf_counter()
             for frame in frames:
-                reader._handle_update(frame)
+                reader._follower.apply_frame(frame)
             elapsed = time.perf_counter() - started
         finally:
             gc.enable()

@@ -75,7 +75,7 @@ def reader_with_history(prior_steps: int, directory: Path) -> CascadeReader:
             },
         }
     }
-    reader._handle_update(history)
+    reader._follower.apply_frame(history)
     return reader
 
 

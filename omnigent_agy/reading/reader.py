@@ -14,15 +14,12 @@ one owner: DESIGN-NOTES §10). It follows one conversation:
 - **Broken streams** (transport errors, 5xx, garbage) switch to polling GetCascadeTrajectorySteps
   from the first uncommitted step (never the whole trajectory), with jittered exponential
   backoff between attempts to stream again.
-- **Turn end** is the cascade IDLE with every step settled after a USER_INPUT (IDLE really means
-  the turn is over: agy stays RUNNING while a gate is open, WIRE.md §4): a `TurnEnded` with the
-  turn's summed usage is published once per user input.
-- **`/clear` rotation**: a new root cascade in agy (never a sub-agent's child, WIRE.md §7) is
+- **`/clear` rotation**: a new root cascade in agy (`rotation.RotationWatch`, WIRE.md §7) is
   followed deliberately and reported with `ConversationRotated`.
-- **Durable cursor**: the mapper's progress is saved after every batch that changed it, so a
-  restarted reader goes on without publishing history again.
 
-Everything is published to an `EventSink`; `stop()` is prompt and leaves no thread or socket.
+What a frame or a poll brought is applied by `follower.Follower` (events, the turn's end, the
+durable cursor). Everything is published to an `EventSink`; `stop()` is prompt and leaves no
+thread or socket.
 """
 
 from __future__ import annotations
@@ -33,24 +30,21 @@ import contextlib
 import logging
 import random
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Mapping
 
 from omnigent_agy.reading.cursor import CursorStore
-from omnigent_agy.reading.events import Event, TurnBoundary, UsageReported
-from omnigent_agy.reading.mapper import MapperState, map_step
+from omnigent_agy.reading.follower import Follower
 from omnigent_agy.reading.reader_state import (
     ConversationRotated,
-    Following,
     ReaderEvent,
     ReaderFailed,
     ReaderModeChanged,
     ReaderSettings,
     TurnEnded,
-    TurnProgress,
 )
+from omnigent_agy.reading.rotation import RotationWatch
 from omnigent_agy.reading.sink import EventSink
-from omnigent_agy.reading.steps import is_settled, obj, seq, step_key, step_status
+from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.errors import CsrfError, RpcError, StreamStalled
 
@@ -65,8 +59,6 @@ __all__ = [
 ]
 
 _logger = logging.getLogger(__name__)
-
-IDLE: Final = "CASCADE_RUN_STATUS_IDLE"
 
 
 ClientFactory = Callable[[int, str], RpcClient]
@@ -103,18 +95,15 @@ class CascadeReader:
         self._port = port
         self._token = csrf_token
         self._sink = sink
-        self._cursor = cursor
         self._settings = settings or ReaderSettings()
-        self._model_names = dict(model_names or {})
         self._skip_existing = skip_existing
         self._follow_clear = follow_clear
         self._resolve_port = resolve_port
         self._client_factory = client_factory
-        self._restored = False
-        self._follow = self._new_follow(cascade_id)
-        self._known_roots: set[str] | None = None
-        self.rotation_checks = 0
-        """How many times agy's cascades were listed for a `/clear` (diagnostics, tests)."""
+        self._follower = Follower(
+            cascade_id=cascade_id, sink=sink, cursor=cursor, model_names=model_names or {}
+        )
+        self._rotation = RotationWatch()
         self._mode = "streaming"
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -130,7 +119,12 @@ class CascadeReader:
     @property
     def cascade_id(self) -> str:
         """The cascade followed now (changes on a `/clear` rotation)."""
-        return self._follow.cascade_id
+        return self._follower.follow.cascade_id
+
+    @property
+    def rotation_checks(self) -> int:
+        """How many times agy's cascades were listed for a `/clear` (diagnostics, tests)."""
+        return self._rotation.checks
 
     def start(self) -> None:
         self._thread.start()
@@ -195,8 +189,9 @@ class CascadeReader:
         backoff = self._settings.reconnect_initial
         failures = 0
         try:
-            if self._skip_existing and not self._restored:
-                await self._skip_history(client)
+            if self._skip_existing and not self._follower.restored:
+                steps = await client.get_cascade_trajectory_steps(self.cascade_id)
+                self._follower.skip_history(steps)
             await self._check_rotation(client)
             while not self._stop.is_set():
                 try:
@@ -217,22 +212,8 @@ class CascadeReader:
             # token. Retrying would only hammer it; the executor re-discovers or reports.
             self._sink.publish(ReaderFailed(exc))
         finally:
-            self._save_cursor()
+            self._follower.save_cursor()
             await client.aclose()
-
-    async def _skip_history(self, client: RpcClient) -> None:
-        """Count the settled steps already there as published (omnigent shows that history).
-
-        Steps still open (a gate waiting, an answer generating) are left to be published.
-        """
-        steps = await client.get_cascade_trajectory_steps(self._follow.cascade_id)
-        state = self._follow.state
-        for index, step in enumerate(steps):
-            if self._follow.trajectory_id is None:
-                self._follow.trajectory_id = step_key(step).trajectory_id or None
-            if is_settled(step_status(step)):
-                map_step(state, step, absolute_index=index)  # its events are history: dropped
-        self._save_cursor()
 
     async def _maybe_new_port(self, client: RpcClient, failures: int) -> tuple[RpcClient, int]:
         """After repeated failures, ask where agy listens now (it may have restarted)."""
@@ -262,7 +243,7 @@ class CascadeReader:
             await asyncio.sleep(min(self._settings.poll_interval, remaining))
 
     async def _stream_once(self, client: RpcClient) -> None:
-        follow = self._follow
+        follow = self._follower.follow
         updates = client.stream_agent_state_updates(
             follow.cascade_id,
             start_index=follow.first_uncommitted() or None,
@@ -272,7 +253,7 @@ class CascadeReader:
             try:
                 async for message in updates:
                     self._set_mode("streaming", "frames arrive")
-                    rotated_hint = self._handle_update(message)
+                    rotated_hint = self._follower.apply_frame(message)
                     self._ready.set()
                     if rotated_hint:
                         break
@@ -285,36 +266,9 @@ class CascadeReader:
 
     # --- applying what agy says -------------------------------------------------------------
 
-    def _handle_update(self, message: Mapping[str, Any]) -> bool:
-        """Apply one stream frame; True when it names another conversation than ours."""
-        update = obj(message.get("update")) or message
-        follow = self._follow
-        conversation = update.get("conversationId")
-        if isinstance(conversation, str) and conversation and conversation != follow.cascade_id:
-            return True
-        main = obj(update.get("mainTrajectoryUpdate"))
-        steps_update = obj(main.get("stepsUpdate"))
-        indices = seq(steps_update.get("indices"))
-        steps = seq(steps_update.get("steps"))
-        positioned = [
-            (index if isinstance(index, int) else None, step)
-            for index, step in zip(indices, steps, strict=False)
-        ]
-        if len(indices) != len(steps):
-            _logger.warning("a frame with %d indices for %d steps", len(indices), len(steps))
-            positioned = [(None, step) for step in steps]
-        total = steps_update.get("totalLength")
-        if isinstance(total, int):
-            follow.total_length = max(follow.total_length, total)
-        status = update.get("status")
-        if isinstance(status, str):
-            follow.status = status
-        self._apply_steps(positioned)
-        return False
-
     async def _poll_once(self, client: RpcClient) -> None:
         """Catch up from the first uncommitted step; also refresh the cascade's status."""
-        follow = self._follow
+        follow = self._follower.follow
         offset = follow.first_uncommitted()
         try:
             steps = await client.get_cascade_trajectory_steps(follow.cascade_id, step_offset=offset)
@@ -324,47 +278,11 @@ class CascadeReader:
         except RpcError as exc:
             _logger.debug("poll failed: %s", exc)
             return
-        if follow is not self._follow:
-            return
+        if follow is not self._follower.follow:
+            return  # a /clear rotation moved on meanwhile
         summary = obj(obj(summaries.get("trajectorySummaries")).get(follow.cascade_id))
-        status = summary.get("status")
-        if isinstance(status, str):
-            follow.status = status
-        follow.total_length = max(follow.total_length, offset + len(steps))
-        self._apply_steps([(offset + i, step) for i, step in enumerate(steps)])
+        self._follower.apply_poll(offset, steps, summary.get("status"))
         self._ready.set()
-
-    def _apply_steps(self, positioned: Sequence[tuple[int | None, object]]) -> None:
-        follow = self._follow
-        changed = False
-        for index, step in positioned:
-            if follow.trajectory_id is None and isinstance(step, Mapping):
-                follow.trajectory_id = step_key(step).trajectory_id or None
-            events = map_step(follow.state, step, absolute_index=index)
-            for event in events:
-                self._track_turn(event)
-                self._sink.publish(event)
-            changed = changed or bool(events)
-        if changed:
-            self._save_cursor()
-        self._maybe_end_turn()
-
-    def _track_turn(self, event: Event) -> None:
-        turn = self._follow.turn
-        if isinstance(event, TurnBoundary):
-            self._follow.turn = TurnProgress(boundary=event.key, usage=None, ended=False)
-        elif isinstance(event, UsageReported) and not turn.ended:
-            turn.usage = event.usage if turn.usage is None else turn.usage + event.usage
-
-    def _maybe_end_turn(self) -> None:
-        follow = self._follow
-        turn = follow.turn
-        if turn.ended or turn.boundary is None or follow.status != IDLE:
-            return
-        if follow.state.open_count or follow.first_uncommitted() < follow.total_length:
-            return  # IDLE but a step is not settled yet: the next frame or poll settles it
-        turn.ended = True
-        self._sink.publish(TurnEnded(follow.cascade_id, turn.boundary, turn.usage))
 
     # --- /clear rotation ----------------------------------------------------------------------
 
@@ -372,67 +290,16 @@ class CascadeReader:
         """Follow a new root cascade if agy started one (`/clear`, WIRE.md §7)."""
         if not self._follow_clear:
             return
-        try:
-            summaries = obj(
-                (await client.get_all_cascade_trajectories()).get("trajectorySummaries")
-            )
-        except CsrfError:
-            raise
-        except RpcError as exc:
-            _logger.debug("listing cascades failed: %s", exc)
+        old = self.cascade_id
+        newest = await self._rotation.look(client, old)
+        if newest is None:
             return
-        self.rotation_checks += 1
-        roots = {
-            cascade_id: obj(summary)
-            for cascade_id, summary in summaries.items()
-            if not obj(obj(summary).get("trajectoryMetadata")).get("parentConversationId")
-        }
-        known = self._known_roots
-        self._known_roots = set(roots) | {self._follow.cascade_id}
-        if known is None:
-            return  # the first look: whatever exists now is not a rotation
-        fresh = [cascade_id for cascade_id in roots if cascade_id not in known]
-        if not fresh:
-            return
-        newest = max(fresh, key=lambda c: _activity(roots[c]))
-        old = self._follow.cascade_id
-        self._save_cursor()
-        self._follow = self._new_follow(newest)
+        self._follower.switch_to(newest)
         self._sink.publish(ConversationRotated(old, newest))
 
     # --- helpers ------------------------------------------------------------------------------
-
-    def _new_follow(self, cascade_id: str) -> Following:
-        state = MapperState(cascade_id=cascade_id, model_names=self._model_names)
-        extra = self._cursor.load_into(state) if self._cursor is not None else None
-        self._restored = extra is not None
-        follow = Following(
-            state=state,
-            turn=TurnProgress.from_json(extra.get("turn") if extra else None, cascade_id),
-        )
-        trajectories = list(state.export_progress()["committed"]) if self._restored else []
-        if len(trajectories) == 1:
-            follow.trajectory_id = trajectories[0]  # so the first stream starts at the cursor
-        return follow
-
-    def _save_cursor(self) -> None:
-        if self._cursor is None:
-            return
-        try:
-            self._cursor.save(self._follow.state, {"turn": self._follow.turn.to_json()})
-        except OSError as exc:
-            _logger.warning("could not save the reader's cursor: %s", exc)
 
     def _set_mode(self, mode: str, reason: str) -> None:
         if mode != self._mode:
             self._mode = mode
             self._sink.publish(ReaderModeChanged(mode, reason))
-
-
-def _activity(summary: Mapping[str, Any]) -> str:
-    """RFC 3339 timestamps in one zone sort as text; the latest activity wins (WIRE.md §7)."""
-    for name in ("lastUserInputTime", "lastModifiedTime", "createdTime"):
-        value = summary.get(name)
-        if isinstance(value, str) and value:
-            return value
-    return ""

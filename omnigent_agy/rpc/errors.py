@@ -12,7 +12,7 @@ The tree (every error the package raises derives from ``AgyError``)::
 ``RpcError.code`` is always a :class:`Code`, whose values are the connect wire strings
 (WIRE.md §1-§2), so a caller can branch on ``err.code is Code.UNAVAILABLE`` whatever
 happened underneath: transport failures are UNAVAILABLE, timeouts DEADLINE_EXCEEDED.
-Foreign errors (httpx, h2, ssl) are translated at one boundary in ``omnigent_agy.rpc.client``.
+Foreign errors (httpx, h2, ssl) are translated at one boundary in ``omnigent_agy.rpc.connection``.
 
 No message here ever contains the CSRF token (DESIGN-NOTES §9).
 """

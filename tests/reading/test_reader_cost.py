@@ -14,8 +14,8 @@ from omnigent_agy.reading.sink import QueueSink
 def cost_of_one_frame(prior_steps: int, directory: Path) -> tuple[int, int]:
     reader = reader_with_history(prior_steps, directory)
     first, second = generating_frames(prior_steps, 2)
-    reader._handle_update(first)
-    lines = count_package_lines(lambda: reader._handle_update(second))
+    reader._follower.apply_frame(first)
+    lines = count_package_lines(lambda: reader._follower.apply_frame(second))
     sink = reader._sink
     assert isinstance(sink, QueueSink)
     deltas = [e for e in sink.drain() if isinstance(e, TextDelta)]

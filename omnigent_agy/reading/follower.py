@@ -1,0 +1,160 @@
+"""Applying what agy says about the followed cascade: steps → events, the turn's end, the cursor.
+
+`Follower` owns the `Following` of one cascade at a time and everything that happens to it
+once agy's answer is in hand, whether a stream frame or a poll brought it: the mapper turns
+the new part of each step into events (dropping anything already committed), the turn's usage
+is summed, `TurnEnded` is published once the cascade is IDLE with every step settled after a
+USER_INPUT (IDLE really means the turn is over: agy stays RUNNING while a gate is open,
+WIRE.md §4), and the durable cursor is saved after every batch that changed it. It does no
+I/O with agy: `reader` fetches, this applies.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from omnigent_agy.reading.cursor import CursorStore
+from omnigent_agy.reading.events import Event, TurnBoundary, UsageReported
+from omnigent_agy.reading.mapper import MapperState, map_step
+from omnigent_agy.reading.reader_state import Following, ReaderEvent, TurnEnded, TurnProgress
+from omnigent_agy.reading.sink import EventSink
+from omnigent_agy.reading.steps import is_settled, obj, seq, step_key, step_status
+
+__all__ = ["IDLE", "Follower"]
+
+_logger = logging.getLogger("omnigent_agy.reading.reader")
+
+IDLE: Final = "CASCADE_RUN_STATUS_IDLE"
+
+
+class Follower:
+    """The cascade followed now, and what agy's frames and polls do to it."""
+
+    def __init__(
+        self,
+        *,
+        cascade_id: str,
+        sink: EventSink[ReaderEvent],
+        cursor: CursorStore | None,
+        model_names: Mapping[str, str],
+    ) -> None:
+        self._sink = sink
+        self._cursor = cursor
+        self._model_names = dict(model_names)
+        self.restored = False
+        """Whether the cascade followed now was restored from a durable cursor."""
+        self.follow = self._new_follow(cascade_id)
+
+    def switch_to(self, cascade_id: str) -> None:
+        """Save the cascade left behind and follow `cascade_id` (from its cursor, if any)."""
+        self.save_cursor()
+        self.follow = self._new_follow(cascade_id)
+
+    # --- what agy says ------------------------------------------------------------------------
+
+    def apply_frame(self, message: Mapping[str, Any]) -> bool:
+        """Apply one stream frame; True when it names another conversation than ours."""
+        update = obj(message.get("update")) or message
+        follow = self.follow
+        conversation = update.get("conversationId")
+        if isinstance(conversation, str) and conversation and conversation != follow.cascade_id:
+            return True
+        main = obj(update.get("mainTrajectoryUpdate"))
+        steps_update = obj(main.get("stepsUpdate"))
+        indices = seq(steps_update.get("indices"))
+        steps = seq(steps_update.get("steps"))
+        positioned = [
+            (index if isinstance(index, int) else None, step)
+            for index, step in zip(indices, steps, strict=False)
+        ]
+        if len(indices) != len(steps):
+            _logger.warning("a frame with %d indices for %d steps", len(indices), len(steps))
+            positioned = [(None, step) for step in steps]
+        total = steps_update.get("totalLength")
+        if isinstance(total, int):
+            follow.total_length = max(follow.total_length, total)
+        status = update.get("status")
+        if isinstance(status, str):
+            follow.status = status
+        self.apply_steps(positioned)
+        return False
+
+    def apply_poll(self, offset: int, steps: Sequence[object], status: object) -> None:
+        """Apply the steps a poll from `offset` returned and the cascade's listed status."""
+        follow = self.follow
+        if isinstance(status, str):
+            follow.status = status
+        follow.total_length = max(follow.total_length, offset + len(steps))
+        self.apply_steps([(offset + i, step) for i, step in enumerate(steps)])
+
+    def skip_history(self, steps: Sequence[Mapping[str, Any]]) -> None:
+        """Count the settled steps already there as published (omnigent shows that history).
+
+        Steps still open (a gate waiting, an answer generating) are left to be published.
+        """
+        follow = self.follow
+        for index, step in enumerate(steps):
+            if follow.trajectory_id is None:
+                follow.trajectory_id = step_key(step).trajectory_id or None
+            if is_settled(step_status(step)):
+                map_step(follow.state, step, absolute_index=index)  # its events are history
+        self.save_cursor()
+
+    def apply_steps(self, positioned: Sequence[tuple[int | None, object]]) -> None:
+        follow = self.follow
+        changed = False
+        for index, step in positioned:
+            if follow.trajectory_id is None and isinstance(step, Mapping):
+                follow.trajectory_id = step_key(step).trajectory_id or None
+            events = map_step(follow.state, step, absolute_index=index)
+            for event in events:
+                self._track_turn(event)
+                self._sink.publish(event)
+            changed = changed or bool(events)
+        if changed:
+            self.save_cursor()
+        self._maybe_end_turn()
+
+    # --- the turn -----------------------------------------------------------------------------
+
+    def _track_turn(self, event: Event) -> None:
+        turn = self.follow.turn
+        if isinstance(event, TurnBoundary):
+            self.follow.turn = TurnProgress(boundary=event.key, usage=None, ended=False)
+        elif isinstance(event, UsageReported) and not turn.ended:
+            turn.usage = event.usage if turn.usage is None else turn.usage + event.usage
+
+    def _maybe_end_turn(self) -> None:
+        follow = self.follow
+        turn = follow.turn
+        if turn.ended or turn.boundary is None or follow.status != IDLE:
+            return
+        if follow.state.open_count or follow.first_uncommitted() < follow.total_length:
+            return  # IDLE but a step is not settled yet: the next frame or poll settles it
+        turn.ended = True
+        self._sink.publish(TurnEnded(follow.cascade_id, turn.boundary, turn.usage))
+
+    # --- the durable cursor -------------------------------------------------------------------
+
+    def _new_follow(self, cascade_id: str) -> Following:
+        state = MapperState(cascade_id=cascade_id, model_names=self._model_names)
+        extra = self._cursor.load_into(state) if self._cursor is not None else None
+        self.restored = extra is not None
+        follow = Following(
+            state=state,
+            turn=TurnProgress.from_json(extra.get("turn") if extra else None, cascade_id),
+        )
+        trajectories = list(state.export_progress()["committed"]) if self.restored else []
+        if len(trajectories) == 1:
+            follow.trajectory_id = trajectories[0]  # so the first stream starts at the cursor
+        return follow
+
+    def save_cursor(self) -> None:
+        if self._cursor is None:
+            return
+        try:
+            self._cursor.save(self.follow.state, {"turn": self.follow.turn.to_json()})
+        except OSError as exc:
+            _logger.warning("could not save the reader's cursor: %s", exc)

@@ -1,0 +1,313 @@
+"""RpcConnection: agy's connect-RPC transport over TLS HTTP/2 on loopback (WIRE.md §1-§2).
+
+One persistent ``httpx.AsyncClient(http2=True)`` carries every unary call, so calls reuse
+one connection (DESIGN-NOTES §6). The connection is owned by ONE event loop: an HTTP/2
+connection driven from several threads resets itself (DESIGN-NOTES §10). Give each loop
+(the reader thread, the harness loop) its own client.
+
+agy's certificate is self-signed, so verification is off, which is only safe on loopback:
+the constructor refuses any other host.
+
+Each server stream (StreamAgentStateUpdates) gets a connection of its own, closed when
+the stream ends. httpcore never resets an HTTP/2 stream its reader abandons: the server
+would keep producing for nobody and the unacknowledged data would drain the shared
+connection's flow-control window until every call on it stalls. Closing the stream's own
+connection tells the server at once. (With an injected ``transport`` streams share it.)
+
+Failures surface as :class:`~omnigent_agy.rpc.errors.RpcError` (see its module for the tree);
+httpx/h2/ssl errors are translated in one place, :func:`_translate_errors`. Only the
+idempotent reads are retried, on transient codes, with jittered backoff (`retry`).
+The typed methods of WIRE.md §3 are `client.RpcClient`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import ssl
+from collections.abc import AsyncGenerator, Awaitable, Iterator, Mapping
+from typing import Any, Final, Self
+
+import h2.exceptions
+import httpx
+
+from omnigent_agy.rpc.errors import (
+    AgyError,
+    Code,
+    CsrfError,
+    NonLoopbackHostError,
+    ProtocolError,
+    RpcError,
+    StreamStalled,
+    code_from_http_status,
+)
+from omnigent_agy.rpc.retry import DEFAULT_RETRY, RetryPolicy
+from omnigent_agy.rpc.wire import (
+    DEFAULT_MAX_FRAME_BYTES,
+    EndStream,
+    EnvelopeDecoder,
+    encode_envelope,
+    error_from_json,
+)
+
+__all__ = ["CSRF_HEADER", "SERVICE", "RpcConnection", "ensure_loopback"]
+
+logger = logging.getLogger(__name__)
+
+SERVICE: Final = "exa.language_server_pb.LanguageServerService"
+CSRF_HEADER: Final = "x-codeium-csrf-token"
+_JSON: Final = "application/json"
+_CONNECT_JSON: Final = "application/connect+json"
+
+
+def ensure_loopback(host: str) -> str:
+    """``host`` if it names a loopback address, else NonLoopbackHostError."""
+    bare = host.removeprefix("[").removesuffix("]")
+    if bare.lower() == "localhost":
+        return bare
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        address = None
+    if address is None or not address.is_loopback:
+        raise NonLoopbackHostError(
+            f"refusing host {host!r}: agy's certificate is self-signed and not verified, "
+            "so the client only talks to loopback (127.0.0.0/8, ::1, localhost)"
+        )
+    return bare
+
+
+@contextlib.contextmanager
+def _translate_errors(method: str) -> Iterator[None]:
+    """The one boundary where foreign errors become RpcErrors (most specific first)."""
+    try:
+        yield
+    except RpcError as exc:
+        if exc.method is None:
+            exc.method = method
+        raise
+    except httpx.TimeoutException as exc:
+        raise RpcError(Code.DEADLINE_EXCEEDED, _describe(exc), method=method) from exc
+    except httpx.DecodingError as exc:
+        raise ProtocolError(_describe(exc), method=method) from exc
+    except httpx.TransportError as exc:  # connect/read/write errors, HTTP/2 protocol errors
+        raise RpcError(Code.UNAVAILABLE, _describe(exc), method=method) from exc
+    except h2.exceptions.H2Error as exc:  # h2 errors httpcore lets through
+        raise RpcError(Code.UNAVAILABLE, _describe(exc), method=method) from exc
+    except TimeoutError as exc:  # an OSError subclass: before OSError
+        raise RpcError(Code.DEADLINE_EXCEEDED, _describe(exc), method=method) from exc
+    except ssl.SSLError as exc:
+        raise RpcError(Code.UNAVAILABLE, _describe(exc), method=method) from exc
+    except OSError as exc:
+        raise RpcError(Code.UNAVAILABLE, _describe(exc), method=method) from exc
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _media_type(response: httpx.Response) -> str:
+    return str(response.headers.get("content-type", "")).split(";", 1)[0].strip().lower()
+
+
+def _error_from_response(response: httpx.Response) -> RpcError:
+    """The error an unsuccessful HTTP answer describes (connect error JSON, else its status)."""
+    status = response.status_code
+    error: RpcError | None = None
+    if _media_type(response) == _JSON:
+        with contextlib.suppress(ValueError):
+            body = json.loads(response.content)
+            if isinstance(body, dict) and ("code" in body or "message" in body):
+                error = error_from_json(body, http_status=status)
+                if "code" not in body:
+                    error.code = code_from_http_status(status)
+    if error is None:
+        text = response.content[:200].decode("utf-8", "replace").strip()
+        error = RpcError(code_from_http_status(status), text or response.reason_phrase)
+        error.http_status = status
+    if status in (401, 403):
+        # The only credential agy checks is the CSRF token (WIRE.md §1), so these are it.
+        return CsrfError(error.code, error.message, http_status=status, details=error.details)
+    return error
+
+
+def _expect_media_type(response: httpx.Response, expected: str) -> None:
+    got = _media_type(response)
+    if got != expected:
+        raise ProtocolError(
+            f"expected content type {expected}, got {got or 'none'}",
+            http_status=response.status_code,
+        )
+
+
+class RpcConnection:
+    """The transport to one agy's language server. Use ``async with`` or ``aclose()``."""
+
+    def __init__(
+        self,
+        *,
+        port: int,
+        csrf_token: str,
+        host: str = "127.0.0.1",
+        timeout: float = 10.0,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        transport: httpx.AsyncBaseTransport | None = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        host = ensure_loopback(host)
+        if not 0 < port < 65536:
+            raise AgyError(f"port {port} is not a TCP port")
+        netloc = f"[{host}]" if ":" in host else host
+        self.base_url: Final = f"https://{netloc}:{port}"
+        self.port: Final = port
+        self._timeout = timeout
+        self._retry = retry
+        self._max_frame_bytes = max_frame_bytes
+        self._headers = {"Connect-Protocol-Version": "1"}
+        if csrf_token:  # an empty token sends none (agy before 1.2.2 checks none, WIRE.md §1)
+            self._headers[CSRF_HEADER] = csrf_token
+        self._shared_transport = transport is not None
+        # Built once; verification is off because agy's certificate is self-signed.
+        self._ssl = ssl.create_default_context()
+        self._ssl.check_hostname = False
+        self._ssl.verify_mode = ssl.CERT_NONE
+        self._http = self._new_http(transport)
+        self._stream_clients: set[httpx.AsyncClient] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.http_version: str | None = None
+        """HTTP version of the last response ("HTTP/2" against agy)."""
+
+    def __repr__(self) -> str:  # never shows the token
+        return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+    def _new_http(self, transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            http2=True,
+            verify=self._ssl,
+            base_url=self.base_url,
+            headers=self._headers,
+            timeout=self._timeout,
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection and any stream still open."""
+        for stream_http in list(self._stream_clients):
+            await stream_http.aclose()
+        self._stream_clients.clear()
+        await self._http.aclose()
+
+    def _check_owner(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise AgyError(
+                "RpcClient is owned by one event loop; create one client per loop "
+                "(an HTTP/2 connection shared across loops resets itself)"
+            )
+
+    # -- generic calls -----------------------------------------------------------------
+
+    async def call(
+        self, method: str, body: Mapping[str, Any], *, idempotent: bool = False
+    ) -> dict[str, Any]:
+        """One unary call; retried on transient codes only when ``idempotent``."""
+        self._check_owner()
+        if not idempotent:
+            return await self._call_once(method, body)
+        async for attempt in self._retry.retrying():
+            with attempt:
+                return await self._call_once(method, body)
+        raise AssertionError("unreachable: tenacity reraises the last error")  # pragma: no cover
+
+    async def _call_once(self, method: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        with _translate_errors(method):
+            response = await self._http.post(
+                f"/{SERVICE}/{method}", json=dict(body), headers={"Content-Type": _JSON}
+            )
+            self.http_version = response.http_version
+            if response.status_code != 200:
+                raise _error_from_response(response)
+            _expect_media_type(response, _JSON)
+            try:
+                result = json.loads(response.content)
+            except ValueError as exc:
+                raise ProtocolError(f"response is not valid JSON: {exc}", http_status=200) from exc
+            if not isinstance(result, dict):
+                raise ProtocolError(f"response is JSON {type(result).__name__}, not an object")
+            return result
+
+    async def stream(
+        self, method: str, body: Mapping[str, Any], *, idle_timeout: float = 30.0
+    ) -> AsyncGenerator[dict[str, Any]]:
+        """A server stream: yields each data message; raises the end-of-stream error.
+
+        StreamStalled when neither the answer nor a frame arrives within ``idle_timeout``
+        seconds (time the consumer spends between frames does not count).
+        """
+        self._check_owner()
+        loop = asyncio.get_running_loop()
+        decoder = EnvelopeDecoder(self._max_frame_bytes)
+        http = self._http if self._shared_transport else self._new_http(None)
+        if http is not self._http:
+            self._stream_clients.add(http)
+        try:
+            with _translate_errors(method):
+                async with contextlib.AsyncExitStack() as stack:
+                    request = http.stream(
+                        "POST",
+                        f"/{SERVICE}/{method}",
+                        content=encode_envelope(body),
+                        headers={"Content-Type": _CONNECT_JSON},
+                        # Liveness is the idle deadline's job: no read timeout on a stream.
+                        timeout=httpx.Timeout(self._timeout, read=None),
+                    )
+                    deadline = loop.time() + idle_timeout
+                    response = await _before(
+                        stack.enter_async_context(request), deadline, idle_timeout
+                    )
+                    self.http_version = response.http_version
+                    if response.status_code != 200:
+                        await response.aread()
+                        raise _error_from_response(response)
+                    _expect_media_type(response, _CONNECT_JSON)
+                    chunks = response.aiter_raw()
+                    while (
+                        chunk := await _before(anext(chunks, b""), deadline, idle_timeout)
+                    ) != b"":
+                        for frame in decoder.feed(chunk):
+                            if isinstance(frame, EndStream):
+                                if frame.error is not None:
+                                    raise frame.error
+                                return
+                            yield frame.message
+                            deadline = loop.time() + idle_timeout
+                    decoder.close()
+                    raise ProtocolError("the stream ended without an end-of-stream envelope")
+        finally:
+            if http is not self._http:
+                self._stream_clients.discard(http)
+                await http.aclose()
+
+
+async def _before[T](awaitable: Awaitable[T], deadline: float, idle_timeout: float) -> T:
+    """``await awaitable`` unless the stream's idle deadline passes first (StreamStalled)."""
+    timeout = asyncio.timeout_at(deadline)
+    try:
+        async with timeout:
+            return await awaitable
+    except TimeoutError as exc:
+        if timeout.expired():
+            raise StreamStalled(idle_timeout) from exc
+        raise
