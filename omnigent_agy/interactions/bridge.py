@@ -10,11 +10,9 @@ One `InteractionBridge` per cascade. The reader announces each gate as an
    hook, allow rules, the mode), then to the person as a card. Questions and MCP elicitations
    go to the person; answers are checked against the options offered and the person is asked
    again, with the valid options named, until they fit — nothing invalid is ever sent.
-3. **Deliver** to the *freshest* WAITING step of that kind: agy times a gate out and re-opens
-   it at a higher step index (WIRE.md §6), so the steps are read again right before sending.
-   If the request changed meanwhile, the person is asked again. A failed call is told apart by
-   re-reading the step: no longer WAITING means it timed out (look for the retry), still
-   WAITING means agy refused the answer's shape (`InteractionDeliveryError`).
+3. **Deliver** to the *freshest* WAITING step of that kind (`delivery.GateDelivery`: agy
+   times a gate out and re-opens it at a higher step index, WIRE.md §6). If the request
+   changed meanwhile, the person is asked again.
 
 A deny is an answer: agy receives ``allow: false`` and carries on (DESIGN-NOTES §1). Only a
 dismissed prompt ends the turn (`InteractionOutcome.dismissed`); agy is sent a refusal first
@@ -34,14 +32,13 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
+from omnigent_agy.interactions.delivery import GateClaim, GateDelivery, InteractionDeliveryError
 from omnigent_agy.interactions.gates import (
     ANSWER_FIELDS,
     REFUSALS,
-    Gate,
     elicitation_card,
     elicitation_payload,
     gate_of,
-    gates_in,
     permission_card,
     permission_payload,
     permission_request_for,
@@ -66,9 +63,9 @@ from omnigent_agy.interactions.prompts import (
     answer_problem,
 )
 from omnigent_agy.reading.events import InteractionRequested
-from omnigent_agy.reading.steps import InteractionKind, JsonObject, StepKey, int64, obj, seq
-from omnigent_agy.rpc.client import TRANSIENT_CODES, RpcClient
-from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError
+from omnigent_agy.reading.steps import InteractionKind, StepKey
+from omnigent_agy.rpc.client import RpcClient
+from omnigent_agy.rpc.errors import RpcError
 
 if TYPE_CHECKING:
     import pluggy
@@ -83,22 +80,7 @@ __all__ = [
 _logger = logging.getLogger(__name__)
 
 _MAX_INVALID_ANSWERS: Final = 5  # then agy is told the question was cancelled
-_MAX_DELIVERY_ATTEMPTS: Final = 6  # each one follows a timeout-and-retry or a transient error
 _MAX_REASKS: Final = 5  # the request changed while the person was deciding
-
-
-class InteractionDeliveryError(AgyError):
-    """agy refused an answer while its step was still waiting: the answer's shape is wrong.
-
-    `cause` is agy's error. This is a bug in the plugin (or a changed agy), never something
-    the person did; the step stays WAITING until agy times it out.
-    """
-
-    code = "agy_protocol_error"  # failures.failure_for reads it
-
-    def __init__(self, message: str, *, cause: RpcError | None = None) -> None:
-        super().__init__(message)
-        self.cause = cause
 
 
 class OutcomeStatus(enum.StrEnum):
@@ -136,27 +118,14 @@ class _Interrupted(Exception):  # noqa: N818 - a control-flow signal, not an err
 
 
 @dataclass(eq=False, slots=True)
-class _Handling:
-    """One gate in the hands of `handle()`: where it started and the live gate it answers."""
+class _Handling(GateClaim):
+    """One gate in the hands of `handle()`: its claim, and what an interrupt needs."""
 
-    origin: Gate
-    current: Gate
     done: asyncio.Event = field(default_factory=asyncio.Event)
     # One delivery at a time per gate: the person's answer or an interrupt's refusal.
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     host_task: asyncio.Task[Any] | None = None
     interrupted: bool = False
-
-    def claims(self, gate: Gate) -> bool:
-        return gate.id in (self.origin.id, self.current.id)
-
-    def covers(self, gate: Gate) -> bool:
-        """`gate` is this one, or agy's retry of it at a higher index (WIRE.md §6)."""
-        return self.claims(gate) or (
-            self.origin.same_kind(gate)
-            and self.origin.subject == gate.subject
-            and self.origin.key.step_index < gate.key.step_index
-        )
 
 
 def _interrupted(handling: _Handling) -> bool:
@@ -196,6 +165,9 @@ class InteractionBridge:
         self._plugins = plugin_manager
         self._log = log or _logger
         self._handlings: list[_Handling] = []
+        self._delivery = GateDelivery(
+            client=client, cascade_id=cascade_id, claims=lambda: self._handlings, log=self._log
+        )
 
     @property
     def cascade_id(self) -> str:
@@ -239,7 +211,7 @@ class InteractionBridge:
         for handling in handlings:
             async with handling.lock:
                 denied |= await self._refuse(handling)
-        return await self._refuse_unhandled() or denied
+        return await self._delivery.refuse_unclaimed() or denied
 
     # -- the flow ------------------------------------------------------------------------
 
@@ -252,7 +224,7 @@ class InteractionBridge:
                 request.key.step_index,
             )
             return InteractionOutcome(OutcomeStatus.REFUSED, request, detail="unknown kind")
-        live = await self._locate(handling)
+        live = await self._delivery.locate(handling)
         if live is None:
             return InteractionOutcome(
                 OutcomeStatus.GONE, request, detail="agy is no longer waiting for this"
@@ -264,7 +236,7 @@ class InteractionBridge:
             async with handling.lock:
                 if handling.interrupted:
                     raise _Interrupted
-                result = await self._deliver(handling, answer.payload)
+                result = await self._delivery.deliver(handling, answer.payload)
             if isinstance(result, StepKey):
                 return InteractionOutcome(
                     answer.status,
@@ -344,8 +316,8 @@ class InteractionBridge:
             return None
 
     async def _ask_questions(self, handling: _Handling, note: str | None) -> _Answer:
-        form = QuestionForm(handling.current.request.call_id, handling.current.request.questions)
-        form = replace(form, note=note)
+        request = handling.current.request
+        form = QuestionForm(request.call_id, request.wanted.questions, note=note)
         for _ in range(_MAX_INVALID_ANSWERS):
             try:
                 answers = await self._host(handling, self._prompts.ask_questions(form))
@@ -396,101 +368,14 @@ class InteractionBridge:
         finally:
             handling.host_task = None
 
-    # -- reading and delivering ----------------------------------------------------------
-
-    async def _waiting_gates(self, offset: int) -> list[Gate]:
-        """Every WAITING gate from `offset` on, read with one GetCascadeTrajectorySteps."""
-        steps = await self._client.get_cascade_trajectory_steps(
-            self._cascade_id, step_offset=offset
-        )
-        gates: list[Gate] = []
-        for position, step in enumerate(steps):
-            gates.extend(gates_in(step, offset + position, cascade_id=self._cascade_id))
-        return gates
-
-    async def _locate(self, handling: _Handling) -> Gate | None:
-        """The live gate `handling` should answer: the same request where it was, else agy's
-        freshest retry of it, else the freshest unclaimed gate of that kind; None if none."""
-        current = handling.current
-        gates = [
-            gate
-            for gate in await self._waiting_gates(handling.origin.key.step_index)
-            if gate.same_kind(current)
-            and not any(h is not handling and h.claims(gate) for h in self._handlings)
-        ]
-        same = [gate for gate in gates if gate.subject == current.subject]
-        here = [gate for gate in same if gate.key.step_index == current.key.step_index]
-        candidates = here or same or gates
-        return max(candidates, key=lambda gate: gate.key.step_index, default=None)
-
-    async def _deliver(
-        self, handling: _Handling, payload: Mapping[str, object]
-    ) -> StepKey | Gate | None:
-        """Send `payload` to the live gate: its key, the changed gate to ask about, or None."""
-        asked = handling.current.subject
-        for _ in range(_MAX_DELIVERY_ATTEMPTS):
-            live = await self._locate(handling)
-            if live is None:
-                return None
-            if live.subject != asked:
-                return live
-            handling.current = live
-            try:
-                await self._send(live, payload)
-            except CsrfError:
-                raise
-            except RpcError as exc:
-                if not await self._failed_meanwhile(live, exc):
-                    continue
-                raise InteractionDeliveryError(
-                    f"agy refused the answer to step {live.key.step_index} while still waiting "
-                    f"for it ({exc}); please report this with `omnigent-agy doctor` output",
-                    cause=exc,
-                ) from exc
-            return live.key
-        raise InteractionDeliveryError(
-            f"could not deliver the answer to step {handling.current.key.step_index} after "
-            f"{_MAX_DELIVERY_ATTEMPTS} attempts; answer it in agy's terminal"
-        )
-
-    async def _failed_meanwhile(self, gate: Gate, exc: RpcError) -> bool:
-        """After a failed send: True when the failure is the answer's own fault.
-
-        agy answers 500 "input not registered" both for a malformed answer and for a step
-        that timed out meanwhile (WIRE.md §6): only the step's status tells them apart. A
-        still-waiting step after a transient failure never got the answer, so sending again
-        is safe although the call is not idempotent.
-        """
-        steps = await self._client.get_cascade_trajectory_steps(
-            self._cascade_id, step_offset=gate.key.step_index
-        )
-        step: JsonObject = steps[0] if steps else {}
-        still = gates_in(step, gate.key.step_index, cascade_id=self._cascade_id)
-        still = [g for g in still if g.id == gate.id]
-        if not still:
-            self._log.info(
-                "step %d stopped waiting while the answer was on its way (%s): looking for "
-                "agy's retry",
-                gate.key.step_index,
-                exc.code.value,
-            )
-            return False
-        return exc.code not in TRANSIENT_CODES
-
-    async def _send(self, gate: Gate, payload: Mapping[str, object]) -> None:
-        await self._client.handle_cascade_user_interaction(
-            self._cascade_id,
-            trajectory_id=gate.key.trajectory_id,
-            step_index=gate.key.step_index,
-            **{ANSWER_FIELDS[gate.request.kind]: payload},
-        )
+    # -- interrupting ----------------------------------------------------------------------
 
     async def _refuse(self, handling: _Handling) -> bool:
         refusal = REFUSALS.get(handling.current.request.kind)
         if refusal is None:
             return False
         try:
-            result = await self._deliver(handling, refusal)
+            result = await self._delivery.deliver(handling, refusal)
         except (RpcError, InteractionDeliveryError) as exc:
             self._log.warning("refusing agy's pending %s failed: %s", handling.origin.key, exc)
             return False
@@ -498,31 +383,3 @@ class InteractionBridge:
             self._log.info("interrupt: refused agy's gate at step %d", result.step_index)
             return True
         return False
-
-    async def _refuse_unhandled(self) -> bool:
-        """Refuse gates nobody is handling yet (announced, not yet passed to handle())."""
-        try:
-            summaries = await self._client.get_all_cascade_trajectories()
-            summary = obj(obj(summaries.get("trajectorySummaries")).get(self._cascade_id))
-            indices = [
-                int64(obj(w).get("stepIndex")) or 0 for w in seq(summary.get("waitingSteps"))
-            ]
-            gates = await self._waiting_gates(min(indices)) if indices else []
-        except RpcError as exc:
-            self._log.warning("interrupt: could not list agy's waiting steps: %s", exc)
-            return False
-        denied = False
-        for gate in gates:
-            refusal = REFUSALS.get(gate.request.kind)
-            if refusal is None or any(h.claims(gate) for h in self._handlings):
-                continue
-            try:
-                await self._send(gate, refusal)
-            except RpcError as exc:
-                self._log.warning(
-                    "interrupt: refusing step %d failed: %s", gate.key.step_index, exc
-                )
-                continue
-            self._log.info("interrupt: refused agy's gate at step %d", gate.key.step_index)
-            denied = True
-        return denied

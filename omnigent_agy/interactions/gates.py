@@ -68,8 +68,8 @@ def permission_request_for(request: InteractionRequested) -> PermissionRequest:
     A command gate is judged on its `resource.target` — for a chained line, the part agy gates
     now (WIRE.md §6) — falling back to the whole command line.
     """
-    action = (request.action or "").lower()
-    target = request.target
+    action = (request.wanted.action or "").lower()
+    target = request.wanted.target
     kind = RequestKind.OTHER
     if request.step_type == StepType.RUN_COMMAND or "command" in action:
         kind = RequestKind.COMMAND
@@ -84,23 +84,24 @@ def permission_request_for(request: InteractionRequested) -> PermissionRequest:
         command_line=(target or request.command_line) if kind is RequestKind.COMMAND else None,
         cwd=request.cwd,
         paths=(target,) if target and kind in _PATH_KINDS else (),
-        action_description=request.action_description or "",
+        action_description=request.wanted.action_description or "",
         mcp_tool=target if kind is RequestKind.MCP else None,
-        raw=obj(request.raw.get("permission")),
+        raw=obj(request.wanted.raw.get("permission")),
     )
 
 
 def permission_card(request: InteractionRequested, note: str | None) -> PermissionCard:
     judged = permission_request_for(request)
-    subject = request.target or request.command_line or request.action_description or "?"
+    wanted = request.wanted
+    subject = wanted.target or request.command_line or wanted.action_description or "?"
     return PermissionCard(
         call_id=request.call_id,
         kind=judged.kind,
         subject=subject,
         command_line=request.command_line,
         cwd=request.cwd,
-        action_description=request.action_description,
-        persist_pattern=request.suggested_persist_pattern,
+        action_description=wanted.action_description,
+        persist_pattern=wanted.suggested_persist_pattern,
         note=note,
     )
 
@@ -143,9 +144,10 @@ def elicitation_payload(answer: ElicitationAnswer) -> dict[str, object]:
 def elicitation_card(request: InteractionRequested) -> ElicitationCard:
     schema: Mapping[str, object] | None = None
     problem: str | None = None
-    if request.requested_schema_json:
+    wanted = request.wanted
+    if wanted.requested_schema_json:
         try:
-            parsed = json.loads(request.requested_schema_json)
+            parsed = json.loads(wanted.requested_schema_json)
         except ValueError as exc:
             problem = f"requestedSchemaJson is not JSON: {exc}"
         else:
@@ -155,8 +157,8 @@ def elicitation_card(request: InteractionRequested) -> ElicitationCard:
                 problem = "requestedSchemaJson is not a JSON object"
     return ElicitationCard(
         call_id=request.call_id,
-        server=request.elicitation_server,
-        message=request.elicitation_message or "An MCP server asks for input",
+        server=wanted.elicitation_server,
+        message=wanted.elicitation_message or "An MCP server asks for input",
         schema=schema,
         schema_error=problem,
     )
@@ -206,20 +208,21 @@ class Gate:
 
 
 def gate_of(request: InteractionRequested) -> Gate:
+    wanted = request.wanted
     try:
-        fingerprint = json.dumps(request.raw, sort_keys=True, default=str)
+        fingerprint = json.dumps(wanted.raw, sort_keys=True, default=str)
     except (TypeError, ValueError):  # keys of mixed types: only from a broken producer
-        fingerprint = repr(request.raw)
+        fingerprint = repr(wanted.raw)
     subject: tuple[object, ...]
     if request.kind == InteractionKind.PERMISSION:
-        subject = (request.action, request.target, request.command_line)
+        subject = (wanted.action, wanted.target, request.command_line)
     elif request.kind == InteractionKind.ASK_QUESTION:
-        subject = request.questions
+        subject = wanted.questions
     elif request.kind == InteractionKind.ELICITATION:
         subject = (
-            request.elicitation_server,
-            request.elicitation_message,
-            request.requested_schema_json,
+            wanted.elicitation_server,
+            wanted.elicitation_message,
+            wanted.requested_schema_json,
         )
     else:
         subject = (fingerprint,)

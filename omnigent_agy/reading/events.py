@@ -22,7 +22,7 @@ from omnigent_agy.reading.steps import (
     InteractionKind,
     JsonObject,
     ModelUsage,
-    Question,
+    RequestedInteraction,
     StepKey,
 )
 from omnigent_agy.reading.tool_steps import ToolOutcome
@@ -178,25 +178,21 @@ class InteractionRequested:
 
     Answer with HandleCascadeUserInteraction using `key.trajectory_id` and `key.step_index`;
     at delivery time re-read the steps and answer the freshest WAITING step of the same kind.
-    `call_id` links the card to the tool call of the same step.
+    `call_id` links the card to the tool call of the same step. What agy asks is `wanted`
+    (the step's `requestedInteraction`, parsed once in `steps`); `command_line` and `cwd` come
+    from the step's own `runCommand`, for a command gate.
     """
 
     key: StepKey
     call_id: str
-    kind: InteractionKind
     step_type: str
-    raw: JsonObject  # the whole requestedInteraction
+    wanted: RequestedInteraction
     command_line: str | None = None
     cwd: str | None = None
-    action: str | None = None
-    target: str | None = None
-    action_description: str | None = None
-    suggested_persist_pattern: str | None = None
-    persist_suggestion_type: str | None = None
-    questions: tuple[Question, ...] = ()
-    elicitation_server: str | None = None
-    elicitation_message: str | None = None
-    requested_schema_json: str | None = None
+
+    @property
+    def kind(self) -> InteractionKind:
+        return self.wanted.kind
 
 
 @dataclass(frozen=True, slots=True)

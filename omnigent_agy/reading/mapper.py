@@ -393,21 +393,11 @@ def _map_interaction(
             InteractionRequested(
                 key=key,
                 call_id=key.item_id,
-                kind=wanted.kind,
                 step_type=kind,
-                raw=wanted.raw,
+                wanted=wanted,
                 command_line=text(command.get("commandLine"))
                 or text(command.get("proposedCommandLine")),
                 cwd=text(command.get("cwd")),
-                action=wanted.action,
-                target=wanted.target,
-                action_description=wanted.action_description,
-                suggested_persist_pattern=wanted.suggested_persist_pattern,
-                persist_suggestion_type=wanted.persist_suggestion_type,
-                questions=wanted.questions,
-                elicitation_server=wanted.elicitation_server,
-                elicitation_message=wanted.elicitation_message,
-                requested_schema_json=wanted.requested_schema_json,
             )
         )
     elif state._waiting.pop(key, None) is not None:

@@ -56,7 +56,13 @@ from omnigent_agy.interactions.prompts import (
 from omnigent_agy.reading.events import InteractionRequested
 from omnigent_agy.reading.reader import CascadeReader, ReaderEvent, ReaderSettings, TurnEnded
 from omnigent_agy.reading.sink import HandoffSink
-from omnigent_agy.reading.steps import InteractionKind, Question, QuestionOption, StepKey
+from omnigent_agy.reading.steps import (
+    InteractionKind,
+    Question,
+    QuestionOption,
+    RequestedInteraction,
+    StepKey,
+)
 from omnigent_agy.rpc.client import RpcClient
 
 pytestmark = pytest.mark.tmux
@@ -741,14 +747,12 @@ def gate_request(
     return InteractionRequested(
         key=StepKey("c", "t", index),
         call_id=f"agy:t:{index}",
-        kind=kind,
         step_type=step_type,
-        raw=raw,
+        wanted=RequestedInteraction(
+            kind=kind, raw=raw, action=action, target=target, questions=questions
+        ),
         command_line="git status && git log",
         cwd="/w",
-        action=action,
-        target=target,
-        questions=questions,
     )
 
 

@@ -191,9 +191,9 @@ def test_remediations_name_a_command() -> None:
 # Errors of other modules that map themselves: they set a catalogue ``code`` (per instance)
 # or carry a ``failure``; named as text so this file does not import work in progress.
 MAPPED_BY_THEIR_MODULE = {
-    "omnigent_agy.session.agy_session.SessionError",  # sets ``code`` where it knows what went wrong
-    "omnigent_agy.session.agy_session.PreflightError",  # carries the pre-flight's Failure
-    "omnigent_agy.interactions.bridge.InteractionDeliveryError",  # a changed agy: set a code
+    "omnigent_agy.session.binding.SessionError",  # sets ``code`` where it knows what went wrong
+    "omnigent_agy.session.binding.PreflightError",  # carries the pre-flight's Failure
+    "omnigent_agy.interactions.delivery.InteractionDeliveryError",  # a changed agy: set a code
     # answered to agy as a refusal, never raised
     "omnigent_agy.interactions.prompts.PromptUnavailableError",
 }

@@ -196,8 +196,8 @@ def _expect_run_waiting(events: list[Event]) -> None:
     asked = _asked(events)
     assert asked.kind is InteractionKind.PERMISSION
     assert (asked.command_line, asked.cwd) == ("pytest -q", "/home/user/project")
-    assert asked.suggested_persist_pattern == "pytest"
-    assert asked.action_description == "Running the test suite"
+    assert asked.wanted.suggested_persist_pattern == "pytest"
+    assert asked.wanted.action_description == "Running the test suite"
     assert (asked.key.trajectory_id, asked.key.step_index) == (TRAJ, 3)
     assert asked.call_id == call.call_id == f"agy:{TRAJ}:3"
     assert not of(ToolCallFinished, events)
@@ -292,9 +292,9 @@ def _expect_mcp(events: list[Event]) -> None:
 def _expect_elicitation(events: list[Event]) -> None:
     asked = _asked(events)
     assert asked.kind is InteractionKind.ELICITATION
-    assert asked.elicitation_server == "tracker"
-    assert asked.elicitation_message == "Which label should the issue get?"
-    assert asked.requested_schema_json is not None
+    assert asked.wanted.elicitation_server == "tracker"
+    assert asked.wanted.elicitation_message == "Which label should the issue get?"
+    assert asked.wanted.requested_schema_json is not None
 
 
 def _expect_generic(events: list[Event]) -> None:
@@ -307,11 +307,11 @@ def _expect_question(count: int, multi: bool) -> Callable[[list[Event]], None]:
     def check(events: list[Event]) -> None:
         asked = _asked(events)
         assert asked.kind is InteractionKind.ASK_QUESTION
-        assert len(asked.questions) == count
-        for question in asked.questions:
+        assert len(asked.wanted.questions) == count
+        for question in asked.wanted.questions:
             ids = [option.id for option in question.options]
             assert ids == [str(n) for n in range(1, len(ids) + 1)]
-        assert asked.questions[0].multi_select is multi
+        assert asked.wanted.questions[0].multi_select is multi
 
     return check
 
@@ -444,7 +444,7 @@ def _live_run_done(events: list[Event]) -> None:
 
 def _live_run_waiting(events: list[Event]) -> None:
     asked = _asked(events)
-    assert (asked.kind, asked.command_line, asked.suggested_persist_pattern) == (
+    assert (asked.kind, asked.command_line, asked.wanted.suggested_persist_pattern) == (
         InteractionKind.PERMISSION,
         "pwd",
         "pwd",
@@ -453,7 +453,7 @@ def _live_run_waiting(events: list[Event]) -> None:
 
 
 def _live_question_waiting(events: list[Event]) -> None:
-    (question,) = _asked(events).questions
+    (question,) = _asked(events).wanted.questions
     assert [o.id for o in question.options] == ["1", "2", "3", "4"]
 
 
@@ -532,7 +532,7 @@ def _engine_question(waiting: bool) -> Callable[[list[Event]], None]:
         asked = of(InteractionRequested, events)
         assert len(asked) == (1 if waiting else 0)
         if waiting:
-            assert [o.text for o in asked[0].questions[0].options] == ["Red", "Blue"]
+            assert [o.text for o in asked[0].wanted.questions[0].options] == ["Red", "Blue"]
         else:
             assert _finished(events).output == "Which color?: Blue"
 
@@ -726,7 +726,7 @@ def test_a_changed_gate_on_the_same_waiting_step_is_announced_again() -> None:
     chained["requestedInteraction"]["permission"]["resource"]["target"] = "rm -rf build"
     (again,) = map_step(state, chained, absolute_index=3)
     assert isinstance(again, InteractionRequested)
-    assert again.target == "rm -rf build"
+    assert again.wanted.target == "rm -rf build"
 
 
 def test_a_timed_out_gate_resolves_and_the_retry_is_a_new_call() -> None:

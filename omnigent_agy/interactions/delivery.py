@@ -1,0 +1,201 @@
+"""Delivering an answer to agy: the freshest WAITING step of the same request, read just before.
+
+agy times a gate out and re-opens it at a higher step index (WIRE.md §6), so an answer is
+never sent to the step it was asked for without looking again: `GateDelivery.deliver` reads
+the steps from the gate's origin on, picks the live gate (the same request where it was, else
+agy's freshest retry of it, else the freshest unclaimed gate of that kind) and sends there. If
+the request changed meanwhile, the caller asks the person again. A failed call is told apart
+by re-reading the step: no longer WAITING means it timed out (look for the retry), still
+WAITING means agy refused the answer's shape (`InteractionDeliveryError`).
+
+A `GateClaim` is one gate in someone's hands (the bridge's handlings): where it started and
+the live gate it answers now. Gates claimed by another claim are never chosen.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from omnigent_agy.interactions.gates import ANSWER_FIELDS, REFUSALS, Gate, gates_in
+from omnigent_agy.reading.steps import JsonObject, StepKey, int64, obj, seq
+from omnigent_agy.rpc.client import TRANSIENT_CODES, RpcClient
+from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError
+
+__all__ = ["GateClaim", "GateDelivery", "InteractionDeliveryError"]
+
+_MAX_DELIVERY_ATTEMPTS: Final = 6  # each one follows a timeout-and-retry or a transient error
+
+
+class InteractionDeliveryError(AgyError):
+    """agy refused an answer while its step was still waiting: the answer's shape is wrong.
+
+    `cause` is agy's error. This is a bug in the plugin (or a changed agy), never something
+    the person did; the step stays WAITING until agy times it out.
+    """
+
+    code = "agy_protocol_error"  # failures.failure_for reads it
+
+    def __init__(self, message: str, *, cause: RpcError | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+@dataclass(eq=False, slots=True)
+class GateClaim:
+    """One gate being answered: where it started and the live gate it answers now."""
+
+    origin: Gate
+    current: Gate
+
+    def claims(self, gate: Gate) -> bool:
+        return gate.id in (self.origin.id, self.current.id)
+
+    def covers(self, gate: Gate) -> bool:
+        """`gate` is this one, or agy's retry of it at a higher index (WIRE.md §6)."""
+        return self.claims(gate) or (
+            self.origin.same_kind(gate)
+            and self.origin.subject == gate.subject
+            and self.origin.key.step_index < gate.key.step_index
+        )
+
+
+class GateDelivery:
+    """Reads agy's waiting gates of one cascade and sends answers to the live one.
+
+    `claims` lists the gates in hands now (read at each use, so a claim that moved to agy's
+    retry is seen at once).
+    """
+
+    def __init__(
+        self,
+        *,
+        client: RpcClient,
+        cascade_id: str,
+        claims: Callable[[], Iterable[GateClaim]],
+        log: logging.Logger,
+    ) -> None:
+        self._client = client
+        self._cascade_id = cascade_id
+        self._claims = claims
+        self._log = log
+
+    async def waiting_gates(self, offset: int) -> list[Gate]:
+        """Every WAITING gate from `offset` on, read with one GetCascadeTrajectorySteps."""
+        steps = await self._client.get_cascade_trajectory_steps(
+            self._cascade_id, step_offset=offset
+        )
+        gates: list[Gate] = []
+        for position, step in enumerate(steps):
+            gates.extend(gates_in(step, offset + position, cascade_id=self._cascade_id))
+        return gates
+
+    async def locate(self, claim: GateClaim) -> Gate | None:
+        """The live gate `claim` should answer: the same request where it was, else agy's
+        freshest retry of it, else the freshest unclaimed gate of that kind; None if none."""
+        current = claim.current
+        others = [other for other in self._claims() if other is not claim]
+        gates = [
+            gate
+            for gate in await self.waiting_gates(claim.origin.key.step_index)
+            if gate.same_kind(current) and not any(other.claims(gate) for other in others)
+        ]
+        same = [gate for gate in gates if gate.subject == current.subject]
+        here = [gate for gate in same if gate.key.step_index == current.key.step_index]
+        candidates = here or same or gates
+        return max(candidates, key=lambda gate: gate.key.step_index, default=None)
+
+    async def deliver(
+        self, claim: GateClaim, payload: Mapping[str, object]
+    ) -> StepKey | Gate | None:
+        """Send `payload` to the live gate: its key, the changed gate to ask about, or None.
+
+        `claim.current` follows the live gate as it is found.
+        """
+        asked = claim.current.subject
+        for _ in range(_MAX_DELIVERY_ATTEMPTS):
+            live = await self.locate(claim)
+            if live is None:
+                return None
+            if live.subject != asked:
+                return live
+            claim.current = live
+            try:
+                await self.send(live, payload)
+            except CsrfError:
+                raise
+            except RpcError as exc:
+                if not await self._failed_meanwhile(live, exc):
+                    continue
+                raise InteractionDeliveryError(
+                    f"agy refused the answer to step {live.key.step_index} while still waiting "
+                    f"for it ({exc}); please report this with `omnigent-agy doctor` output",
+                    cause=exc,
+                ) from exc
+            return live.key
+        raise InteractionDeliveryError(
+            f"could not deliver the answer to step {claim.current.key.step_index} after "
+            f"{_MAX_DELIVERY_ATTEMPTS} attempts; answer it in agy's terminal"
+        )
+
+    async def _failed_meanwhile(self, gate: Gate, exc: RpcError) -> bool:
+        """After a failed send: True when the failure is the answer's own fault.
+
+        agy answers 500 "input not registered" both for a malformed answer and for a step
+        that timed out meanwhile (WIRE.md §6): only the step's status tells them apart. A
+        still-waiting step after a transient failure never got the answer, so sending again
+        is safe although the call is not idempotent.
+        """
+        steps = await self._client.get_cascade_trajectory_steps(
+            self._cascade_id, step_offset=gate.key.step_index
+        )
+        step: JsonObject = steps[0] if steps else {}
+        still = gates_in(step, gate.key.step_index, cascade_id=self._cascade_id)
+        still = [g for g in still if g.id == gate.id]
+        if not still:
+            self._log.info(
+                "step %d stopped waiting while the answer was on its way (%s): looking for "
+                "agy's retry",
+                gate.key.step_index,
+                exc.code.value,
+            )
+            return False
+        return exc.code not in TRANSIENT_CODES
+
+    async def send(self, gate: Gate, payload: Mapping[str, object]) -> None:
+        await self._client.handle_cascade_user_interaction(
+            self._cascade_id,
+            trajectory_id=gate.key.trajectory_id,
+            step_index=gate.key.step_index,
+            **{ANSWER_FIELDS[gate.request.kind]: payload},
+        )
+
+    async def refuse_unclaimed(self) -> bool:
+        """Refuse the gates nobody claims (announced, not yet handled); True if any was."""
+        try:
+            summaries = await self._client.get_all_cascade_trajectories()
+            summary = obj(obj(summaries.get("trajectorySummaries")).get(self._cascade_id))
+            indices = [
+                int64(obj(w).get("stepIndex")) or 0 for w in seq(summary.get("waitingSteps"))
+            ]
+            gates = await self.waiting_gates(min(indices)) if indices else []
+        except RpcError as exc:
+            self._log.warning("interrupt: could not list agy's waiting steps: %s", exc)
+            return False
+        denied = False
+        for gate in gates:
+            refusal = REFUSALS.get(gate.request.kind)
+            if refusal is None or any(claim.claims(gate) for claim in self._claims()):
+                continue
+            try:
+                await self.send(gate, refusal)
+            except RpcError as exc:
+                self._log.warning(
+                    "interrupt: refusing step %d failed: %s", gate.key.step_index, exc
+                )
+                continue
+            self._log.info("interrupt: refused agy's gate at step %d", gate.key.step_index)
+            denied = True
+        return denied
