@@ -1,6 +1,7 @@
 """The executor core: one agy session across a conversation's turns.
 
-Owns the newest user message (``messages``), how a turn ends (``turns``) and ``AgySession``
-(``agy_session``): launch or re-attach, bind the cascade, send, follow the reader, interrupt.
+Owns the newest user message (``messages``), how a turn ends (``turns``), where the
+conversation lives (``binding``: launch or re-attach, bind the cascade, start the reader) and
+``AgySession`` (``agy_session``): send, follow the reader, answer gates, interrupt, steer.
 May import every layer below it; nothing in the core imports it but ``cli``.
 """

@@ -1,0 +1,273 @@
+"""One conversation's agy found or launched, its cascade bound, and the reader following it.
+
+`AgyBinding` is the part of a session that knows *where* the conversation lives:
+
+- **One conversation, one agy, one cascade** (DESIGN-NOTES §4): agy runs in a runner-owned
+  tmux session and stays alive across turns and harness restarts; the binding re-attaches
+  through the record in the session's private state directory, or launches a fresh agy (after
+  the pre-flight checks) and binds the conversation its TUI shows, else one started over RPC.
+- **Reading** is the `CascadeReader` thread, started here and publishing into the sink the
+  session gives; it follows agy to a new port through `rediscover`.
+- **RPC** of the session itself goes through `rpc()`: one client owned by the running loop
+  (one connection, one owner: DESIGN-NOTES §10), re-made when the loop or agy's port changed.
+- **Models** come from agy's own catalog (GetAvailableModels, once; never hard-coded, §7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pluggy
+
+from omnigent_agy.agy.launcher import AgyLaunchSpec, AgyProcess, ensure_agy, reattach
+from omnigent_agy.agy.statedir import SessionStateDir
+from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.interactions.hooks import model_aliases
+from omnigent_agy.onboarding.catalog import ModelCatalog
+from omnigent_agy.onboarding.failures import Failure
+from omnigent_agy.reading.cursor import CursorStore
+from omnigent_agy.reading.reader import CascadeReader, ReaderEvent, ReaderSettings
+from omnigent_agy.reading.sink import EventSink
+from omnigent_agy.reading.steps import obj
+from omnigent_agy.rpc.client import RpcClient
+from omnigent_agy.rpc.discovery import discover_port
+from omnigent_agy.rpc.errors import AgyError, RpcError
+
+__all__ = ["AgyBinding", "PreflightError", "SessionError", "SessionSettings", "untouched"]
+
+_logger = logging.getLogger(__name__)
+
+
+class SessionError(AgyError):
+    """A turn cannot run: agy is gone, the conversation is lost, … (`failures` maps it by
+    `code`)."""
+
+    def __init__(self, message: str, *, code: str = "agy_internal") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class PreflightError(SessionError):
+    """agy cannot be started as it is (missing, too old, signed out): says what to do."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message, code=failure.code)
+        self.failure = failure
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """Everything a session needs to know up front (the executor builds it from config)."""
+
+    conversation_id: str
+    workspace: Path
+    command: tuple[str, ...]
+    """argv prefix that starts agy: the resolved executable plus configured args."""
+    state_base: Path | None = None
+    tmux_socket: str = "omnigent-agy"
+    keep_agy_running: bool = True
+    ready_timeout: float = 60.0
+    reader: ReaderSettings = field(default_factory=ReaderSettings)
+    env: Mapping[str, str] = field(default_factory=dict)
+    preflight: Callable[[], Failure | None] | None = None
+    """Blocking checks before launching agy (run in a thread): the first failure, or None."""
+
+
+def untouched(value: object) -> bool:
+    """A cascade summary with no user input and no steps yet (WIRE.md §3)."""
+    summary = obj(value)
+    if not summary or summary.get("lastUserInputTime"):
+        return False
+    try:
+        return int(str(summary.get("stepCount") or 0)) == 0
+    except ValueError:
+        return False
+
+
+class AgyBinding:
+    """The agy, cascade, reader and client of one conversation; one event loop at a time."""
+
+    def __init__(
+        self,
+        settings: SessionSettings,
+        *,
+        sink: EventSink[ReaderEvent],
+        plugin_manager: pluggy.PluginManager | None = None,
+    ) -> None:
+        self.settings = settings
+        self._sink = sink
+        self._pm = plugin_manager
+        self.state = SessionStateDir.open(settings.conversation_id, base=settings.state_base)
+        self._terminals = TerminalHost(socket_name=settings.tmux_socket)
+        self._agy: AgyProcess | None = None
+        self._reader: CascadeReader | None = None
+        self._client: RpcClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._catalog: ModelCatalog | None = None
+
+    @property
+    def agy(self) -> AgyProcess | None:
+        return self._agy
+
+    @property
+    def reader(self) -> CascadeReader | None:
+        return self._reader
+
+    @property
+    def known_catalog(self) -> ModelCatalog | None:
+        """The catalog if it was read already (never reads it)."""
+        return self._catalog
+
+    async def ensure_started(self) -> AgyProcess:
+        """agy running and answering, the cascade bound and the reader following it."""
+        if self._agy is not None and self._agy.terminal.is_alive() and self.reader_ok():
+            return self._agy
+        await self._stop_reader()
+        spec = AgyLaunchSpec(
+            command=self.settings.command,
+            workspace=self.settings.workspace,
+            state_dir=self.state,
+            env=dict(self.settings.env),
+            ready_timeout=self.settings.ready_timeout,
+        )
+        agy = await reattach(self._terminals, self.state)
+        launched = agy is None
+        if agy is None:
+            # Only a launch needs the checks: a running agy already passed them.
+            await self._preflight()
+            agy = await ensure_agy(
+                self._terminals, spec, conversation_id=self.settings.conversation_id
+            )
+        self._agy = agy
+        client = await self.rpc()
+        fresh_cascade = False
+        if agy.cascade_id is None or not await self._cascade_known(client, agy.cascade_id):
+            tui = await self._tui_cascade(client) if launched else None
+            if tui is not None:
+                # The conversation agy's TUI shows: a person attached to the tmux session
+                # watches this very conversation (DESIGN-NOTES §2).
+                agy.bind_cascade(tui, follows_tui=True)
+            else:
+                # A cascade started over RPC is not the one the TUI shows (WIRE.md §3).
+                agy.bind_cascade(await client.start_cascade())
+            fresh_cascade = True
+        assert agy.cascade_id is not None
+        self._reader = CascadeReader(
+            port=agy.port,
+            csrf_token=agy.csrf_token,
+            cascade_id=agy.cascade_id,
+            sink=self._sink,
+            cursor=CursorStore(self.state.path),
+            settings=self.settings.reader,
+            model_names={e.enum: e.display_name for e in (await self.catalog()).entries},
+            # A cascade we bound before but whose cursor is gone: its history is on screen.
+            skip_existing=not fresh_cascade,
+            follow_clear=agy.follows_tui,
+            resolve_port=self._rediscover,
+        )
+        self._reader.start()
+        ready = await asyncio.to_thread(self._reader.wait_ready, self.settings.ready_timeout)
+        if not ready:
+            raise SessionError("agy's conversation stream never answered", code="agy_unreachable")
+        return agy
+
+    async def _preflight(self) -> None:
+        check = self.settings.preflight
+        if check is None:
+            return
+        failure = await asyncio.to_thread(check)
+        if failure is not None:
+            raise PreflightError(failure)
+
+    async def close(self, *, stop_agy: bool | None = None) -> None:
+        """Stop the reader and, unless configured to keep it, agy itself."""
+        await self._stop_reader()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.aclose()
+            self._client = None
+        keep = self.settings.keep_agy_running if stop_agy is None else not stop_agy
+        if self._agy is not None and not keep:
+            await self._agy.stop()
+        self._agy = None
+
+    async def catalog(self) -> ModelCatalog:
+        """agy's models (GetAvailableModels, once per session; never hard-coded, §7)."""
+        if self._catalog is None:
+            payload = await (await self.rpc()).get_available_models()
+            aliases = model_aliases(self._pm) if self._pm is not None else {}
+            self._catalog = ModelCatalog.from_response(payload, aliases=aliases)
+        return self._catalog
+
+    async def rpc(self) -> RpcClient:
+        """The session's client, owned by the running loop; re-made when the loop or agy's
+        port changed (the old one is closed when it belongs to this loop; a client of a loop
+        that is gone went with it)."""
+        loop = asyncio.get_running_loop()
+        agy = self._agy
+        assert agy is not None
+        client = self._client
+        if client is not None and self._client_loop is loop and client.port == agy.port:
+            return client
+        if client is not None and self._client_loop is loop:
+            await client.aclose()
+        self._client = agy.client()
+        self._client_loop = loop
+        return self._client
+
+    async def follow_clear(self) -> None:
+        """If a person typed `/clear` in agy's TUI since the last turn, talk to the new
+        conversation (the reader re-binds; the record follows)."""
+        reader, agy = self._reader, self._agy
+        if reader is None or agy is None or not agy.follows_tui:
+            return
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(reader.check_clear_now()), 10.0)
+        except (TimeoutError, RpcError) as exc:
+            _logger.info("could not check agy's conversations for a /clear: %s", exc)
+            return
+        if reader.cascade_id != agy.cascade_id:
+            _logger.info("following agy's TUI to its new conversation after /clear")
+            agy.bind_cascade(reader.cascade_id, follows_tui=True)
+
+    async def _tui_cascade(self, client: RpcClient) -> str | None:
+        """The empty conversation a freshly started agy's TUI opened, when there is exactly
+        one root cascade and nobody has typed into it yet; else None."""
+        summaries = obj((await client.get_all_cascade_trajectories()).get("trajectorySummaries"))
+        roots = [
+            (str(cascade_id), summary)
+            for cascade_id, summary in summaries.items()
+            if not obj(obj(summary).get("trajectoryMetadata")).get("parentConversationId")
+        ]
+        if len(roots) != 1 or not untouched(roots[0][1]):
+            return None
+        return roots[0][0]
+
+    async def _cascade_known(self, client: RpcClient, cascade_id: str) -> bool:
+        try:
+            await client.get_conversation_metadata(cascade_id)
+        except RpcError:
+            return False
+        return True
+
+    async def _rediscover(self) -> int:
+        agy = self._agy
+        assert agy is not None
+        port = await discover_port(
+            pid=agy.pid, log_file=agy.log_file, csrf_token=agy.csrf_token, deadline=5.0
+        )
+        agy.port = port
+        return port
+
+    def reader_ok(self) -> bool:
+        return self._reader is not None and self._reader.is_alive()
+
+    async def _stop_reader(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            await asyncio.to_thread(reader.stop)
