@@ -1,0 +1,364 @@
+"""omnigent's real stack on loopback with omnigent-agy in it: what the demo and the e2e tests run.
+
+`LocalStack` does, in a private folder, what a person does on their own machine (README,
+"Installing into omnigent"): `omnigent-agy enable`, `omnigent server`, `omnigent agent add
+"$(omnigent-agy agent-path)"`, `omnigent host`. Nothing of omnigent is stubbed: the server lists
+the harness from the plugin's entry point, the host reports it ready, and the host's runner
+spawns the harness process, which starts agy in a private tmux server.
+
+Isolation: omnigent keeps its state under ``~/.omnigent`` (config, database, host identity), so
+the stack runs with a HOME of its own, except with a real agy, whose sign-in is bound to the
+person's HOME (WIRE.md §1b): then HOME stays and ``OMNIGENT_CONFIG_HOME`` /
+``OMNIGENT_DATA_DIR`` / ``XDG_STATE_HOME`` point into the private folder instead. Ports are
+free ones picked at start; only 127.0.0.1 is ever used. Stopping the stack stops the host, the
+server, the tmux server and every process left whose command line names the stack's folder or
+tmux socket, wherever tmux put its socket (``TMUX_TMPDIR`` or not).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Self
+
+import httpx
+import libtmux
+import psutil
+from libtmux.exc import LibTmuxException
+
+from .rest import OmnigentClient
+
+#: The console scripts sit beside the interpreter: the venv omnigent and the plugin are in.
+BIN = Path(sys.executable).parent
+HARNESS_ID = "agy-cli"
+#: Quick simulator settings for tests; the demo uses slower, readable ones.
+TEST_SIMULATOR = {
+    "AGY_SIM_STARTUP_DELAY": "0.5",
+    "AGY_SIM_TOKEN_DELAY": "0.005",
+    "AGY_SIM_LONG_TOKEN_DELAY": "0.1",
+    "AGY_SIM_DEBUG_RPC": "1",
+}
+# Starting omnigent takes ~20 s for the server and as long for the host on a small machine.
+SERVER_TIMEOUT = 120.0
+HOST_TIMEOUT = 120.0
+
+Progress = Callable[[str], None]
+
+
+class StackError(RuntimeError):
+    """A part of the stack did not start; the message names the log to read."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass(frozen=True, slots=True)
+class Agy:
+    """The agy the stack's harness starts: a real one, or agy-sim behind an `agy` script."""
+
+    path: Path
+    simulator: bool
+    description: str
+
+
+def write_simulator(folder: Path, flags: Mapping[str, str]) -> Agy:
+    """An executable `agy` in `folder` that runs agy-sim with `flags` in its environment.
+
+    The script stands where a person's agy would (on PATH, or named by
+    ``harness.agy-cli.command``); the flags travel in it because the harness passes agy only
+    agy's own arguments.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "agy"
+    assignments = " ".join(f"{key}={value}" for key, value in sorted(flags.items()))
+    script.write_text(f'#!/bin/sh\n{assignments} exec "{BIN / "agy-sim"}" "$@"\n')
+    script.chmod(0o755)
+    return Agy(script, simulator=True, description="agy-sim, the bundled agy simulator")
+
+
+def _clean_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """`base` without any omnigent, harness or simulator settings of the caller's."""
+    prefixes = ("OMNIGENT_", "HARNESS_", "AGY_SIM_")
+    return {key: value for key, value in base.items() if not key.startswith(prefixes)}
+
+
+@dataclass
+class HostHome:
+    """What one `omnigent host` runs with: its HOME (or config/data dirs) and its agy."""
+
+    name: str
+    root: Path
+    env: dict[str, str]
+    tmux_socket: str
+    process: subprocess.Popen[bytes] | None = None
+    host_id: str | None = None
+
+    @property
+    def config_file(self) -> Path:
+        return Path(self.env["OMNIGENT_CONFIG_HOME"]) / "config.yaml"
+
+    @property
+    def state_dir(self) -> Path:
+        """The plugin's per-conversation records (statedir.default_state_base)."""
+        return Path(self.env["XDG_STATE_HOME"]) / "omnigent-agy"
+
+    @property
+    def log(self) -> Path:
+        return self.root / f"{self.name}.log"
+
+
+@dataclass
+class LocalStack:
+    """`omnigent server` + `omnigent host` on loopback with the plugin enabled and registered.
+
+    Use it as a context manager; `start()` and `stop()` are there for callers that need the
+    steps apart (the demo shows progress between them).
+    """
+
+    root: Path
+    agy: Agy
+    private_home: bool = True
+    agy_on_path: bool = True
+    progress: Progress = field(default=lambda message: None)
+    base_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    port: int = 0
+    server: subprocess.Popen[bytes] | None = None
+    hosts: list[HostHome] = field(default_factory=list)
+    _token: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- layout ------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def main(self) -> HostHome:
+        """The first host, whose HOME the server shares."""
+        return self.hosts[0]
+
+    @property
+    def client(self) -> OmnigentClient:
+        return OmnigentClient(self.url)
+
+    def home_for(self, name: str, *, agy_on_path: bool) -> HostHome:
+        """A HOME (and config) for a host named `name`, with `self.agy` on its PATH or in
+        its ``harness.agy-cli.command``."""
+        root = self.root / name
+        home = root / "home" if self.private_home else Path(self.base_env.get("HOME", "~"))
+        env = _clean_environment(self.base_env)
+        env.update(
+            {
+                "HOME": str(home.expanduser()),
+                "OMNIGENT_CONFIG_HOME": str(root / "home" / ".omnigent"),
+                "OMNIGENT_DATA_DIR": str(root / "home" / ".omnigent"),
+                "XDG_STATE_HOME": str(root / "state"),
+                # The host and the harness must not open a browser, even where one exists.
+                "BROWSER": "true",
+            }
+        )
+        path = [str(BIN), env.get("PATH", os.defpath)]
+        if agy_on_path:
+            path.insert(0, str(self.agy.path.parent))
+        env["PATH"] = os.pathsep.join(path)
+        socket_name = f"omnigent-agy-{name}-{self._token}"
+        config = Path(env["OMNIGENT_CONFIG_HOME"]) / "config.yaml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        lines = ["harness:", f"  {HARNESS_ID}:", f"    tmux_socket: {socket_name}"]
+        if not agy_on_path:
+            lines.append(f"    command: {self.agy.path}")
+        config.write_text("\n".join(lines) + "\n")
+        return HostHome(name, root, env, socket_name)
+
+    # -- life --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.workspace.mkdir(exist_ok=True)
+        main = self.home_for("main", agy_on_path=self.agy_on_path)
+        self.hosts.append(main)
+        self.progress("enabling the plugin: omnigent-agy enable")
+        self.run(main, ["omnigent-agy", "enable"])
+        self.start_server()
+        self.progress("registering the agent: omnigent agent add $(omnigent-agy agent-path)")
+        agent_yaml = self.run(main, ["omnigent-agy", "agent-path"]).strip()
+        self.run(main, ["omnigent", "agent", "add", agent_yaml, "--server", self.url])
+        self.start_host(main)
+
+    def start_server(self) -> None:
+        main = self.main
+        self.port = free_port()
+        self.progress(f"starting omnigent server on {self.url} (about 20 s)")
+        argv = ["omnigent", "server", "--host", "127.0.0.1", "--port", str(self.port)]
+        self.server = _spawn([*argv, "--no-open"], main.env, self.root / "server.log")
+        self._wait(
+            lambda: self.client.health() or None,
+            "omnigent server to answer /health",
+            SERVER_TIMEOUT,
+            self.root / "server.log",
+            self.server,
+        )
+
+    def start_host(self, host: HostHome) -> str:
+        """Start `omnigent host` for `host` and return its host id once it is online."""
+        self.progress(f"starting omnigent host {host.name!r} (about 20 s)")
+        argv = ["omnigent", "host", "--server", self.url, "--no-open", "--non-interactive"]
+        before = {h["host_id"] for h in self.client.hosts()}
+        host.process = _spawn(argv, host.env, host.log)
+
+        def online() -> str | None:
+            for listed in self.client.hosts():
+                fresh = listed["host_id"] not in before or listed["host_id"] == host.host_id
+                if fresh and listed.get("status") == "online":
+                    return str(listed["host_id"])
+            return None
+
+        host.host_id = self._wait(
+            online, f"host {host.name!r} to come online", HOST_TIMEOUT, host.log, host.process
+        )
+        return host.host_id
+
+    def add_host(self, name: str, *, agy_on_path: bool) -> HostHome:
+        """A second host with a HOME of its own (another machine, as far as omnigent knows)."""
+        host = self.home_for(name, agy_on_path=agy_on_path)
+        self.hosts.append(host)
+        self.run(host, ["omnigent-agy", "enable"])
+        self.start_host(host)
+        return host
+
+    def restart(self, *, enabled: bool = True) -> None:
+        """`omnigent-agy enable|disable`, then restart the server and the hosts, as the
+        README tells a person to."""
+        for host in self.hosts:
+            self.run(host, ["omnigent-agy", "enable" if enabled else "disable"])
+            _stop_process(host.process)
+        _stop_process(self.server)
+        self.start_server()
+        for host in self.hosts:
+            self.start_host(host)
+
+    def stop(self) -> None:
+        """Stop everything the stack started; safe to call twice and after a failed start."""
+        for host in reversed(self.hosts):
+            _stop_process(host.process)
+        _stop_process(self.server)
+        sockets = [host.tmux_socket for host in self.hosts]
+        for name in sockets:
+            _kill_tmux(name, self.base_env)
+        _sweep([str(self.root), *sockets])
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def run(self, host: HostHome, argv: list[str]) -> str:
+        """Run one of the venv's commands as a person would in `host`'s shell; its output."""
+        command = [str(BIN / argv[0]), *argv[1:]]
+        done = subprocess.run(  # noqa: S603 - our own console scripts, no shell
+            command, env=host.env, capture_output=True, text=True, timeout=120, check=False
+        )
+        if done.returncode != 0:
+            raise StackError(
+                f"`{' '.join(argv)}` failed ({done.returncode}): {done.stderr.strip()}"
+            )
+        return done.stdout
+
+    def _wait[T](
+        self,
+        probe: Callable[[], T | None],
+        what: str,
+        timeout: float,
+        log: Path,
+        process: subprocess.Popen[bytes] | None,
+    ) -> T:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process is not None and process.poll() is not None:
+                raise StackError(f"{what}: it exited with {process.returncode}; see {log}")
+            with contextlib.suppress(httpx.HTTPError):
+                found = probe()
+                if found is not None:
+                    return found
+            if time.monotonic() > deadline:
+                raise StackError(f"timed out after {timeout:.0f} s waiting for {what}; see {log}")
+            time.sleep(0.25)
+
+
+def _spawn(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    command = [str(BIN / argv[0]), *argv[1:]]
+    with log.open("ab") as out:
+        # A process group of its own, so stopping it stops the children it forked too.
+        return subprocess.Popen(  # noqa: S603 - our own console scripts, no shell
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def _stop_process(process: subprocess.Popen[bytes] | None) -> None:
+    if process is None or process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+
+def _kill_tmux(socket_name: str, env: Mapping[str, str]) -> None:
+    """Stop the tmux server named `socket_name` both where ``TMUX_TMPDIR`` puts sockets and
+    at tmux's default place: the harness process may have been given either."""
+    tmpdirs = {env.get("TMUX_TMPDIR") or "/tmp", "/tmp"}  # noqa: S108 - tmux's own default
+    for tmpdir in tmpdirs:
+        path = Path(tmpdir) / f"tmux-{os.getuid()}" / socket_name
+        if path.exists():
+            server = libtmux.Server(socket_path=path)
+            with contextlib.suppress(LibTmuxException):
+                if server.is_alive():
+                    server.kill()
+            path.unlink(missing_ok=True)
+
+
+def _sweep(markers: list[str]) -> None:
+    """Kill every process whose command line contains one of `markers` (the stack's folder,
+    its tmux sockets): agy, tmux servers and anything else a crashed host left behind."""
+    me = os.getpid()
+    found: list[psutil.Process] = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = " ".join(proc.info.get("cmdline") or [])
+        if proc.pid != me and any(marker in cmdline for marker in markers):
+            found.append(proc)
+    for proc in found:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(found, timeout=5)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()

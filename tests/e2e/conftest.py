@@ -1,0 +1,37 @@
+"""One real stack for the whole e2e run (starting omnigent takes ~20 s; each test opens its own
+session on it), stopped with everything it started even when a test fails."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from omnigent.community.harness.agy.stack import TEST_SIMULATOR, LocalStack, write_simulator
+from stack import Conversation
+
+# A test that restarts the shared stack (the plugin disabled) must run after every other one.
+RESTARTS_STACK = "stack_restarted_disabled"
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    root = tmp_path_factory.mktemp("stack")
+    agy = write_simulator(root / "agy-bin", TEST_SIMULATOR)
+    (root / "stack" / "workspace").mkdir(parents=True)
+    (root / "stack" / "workspace" / "README.md").write_text("# a project\n")
+    with LocalStack(root / "stack", agy) as running:
+        yield running
+
+
+@pytest.fixture
+def conversation(stack: LocalStack) -> Iterator[Conversation]:
+    """A new session of the shipped agent on the main host, its event stream open."""
+    with Conversation(stack) as opened:
+        yield opened
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    last = [item for item in items if RESTARTS_STACK in getattr(item, "fixturenames", ())]
+    for item in last:
+        items.remove(item)
+        items.append(item)

@@ -1,0 +1,173 @@
+"""The e2e tests' view of the real stack: one conversation at a time, as the web UI has it.
+
+The stack itself (`omnigent server` + `omnigent host` with the plugin installed, enabled and
+its agent registered, agy-sim standing in for agy) is the package's `LocalStack`, which the demo
+runs too; `conftest.py` starts one for the whole e2e run. `Conversation` is one session on it
+with its event stream open: send a message, wait for events or items, answer a card through
+the server as the web UI does, press Stop. `agy_steps` reads agy's side (the simulator's
+steps) for checks the API cannot show, such as the plan model a turn reached agy with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Self
+
+from omnigent.community.harness.agy.rest import EventStream, Json, OmnigentClient, choose
+from omnigent.community.harness.agy.stack import HARNESS_ID, HostHome, LocalStack
+
+from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
+from omnigent_agy.rpc.client import RpcClient
+
+TURN_ENDS = ("response.completed", "response.cancelled", "response.failed")
+AGENT = HARNESS_ID  # the shipped agent's name
+
+
+def wait_until[T](probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
+    """`probe()` once it returns something other than None (polled, with a deadline)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = probe()
+        if found is not None:
+            return found
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def ready_host(stack: LocalStack, host: HostHome) -> str:
+    """`host`'s id once the server lists it online with agy-cli ready."""
+
+    def ready() -> str | None:
+        for listed in stack.client.hosts():
+            configured = listed.get("configured_harnesses") or {}
+            if listed["host_id"] == host.host_id and configured.get(HARNESS_ID) is True:
+                return str(listed["host_id"])
+        return None
+
+    return wait_until(ready, f"host {host.name!r} to report {HARNESS_ID} ready", 60)
+
+
+class Conversation:
+    """One omnigent session of the shipped agent, its event stream open from the start."""
+
+    def __init__(self, stack: LocalStack, host: HostHome | None = None, **create: Any) -> None:
+        self.stack = stack
+        self.host = host or stack.main
+        self.client: OmnigentClient = stack.client
+        self.id = self.client.create_session(
+            AGENT, ready_host(stack, self.host), str(stack.workspace), **create
+        )
+        self.events: EventStream = self.client.stream(self.id)
+
+    def __enter__(self) -> Self:
+        self.events.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.events.close()
+
+    # -- the person's side -------------------------------------------------------------
+
+    def send(self, text: str) -> None:
+        self.client.send(self.id, text)
+
+    def until(self, *kinds: str, timeout: float = 60.0) -> Json:
+        return self.events.of_type(*kinds, timeout=timeout)
+
+    def turn_end(self, timeout: float = 60.0) -> Json:
+        return self.until(*TURN_ENDS, timeout=timeout)
+
+    def card(self, timeout: float = 60.0) -> Json:
+        return self.until("response.elicitation_request", timeout=timeout)
+
+    def answer(self, card: Json, *picks: str | list[str]) -> None:
+        """Press a card's button or fill in its questions (`rest.choose`), through the server."""
+        self.client.resolve(self.id, card["elicitation_id"], choose(card["params"], list(picks)))
+
+    def stop(self) -> None:
+        self.client.interrupt(self.id)
+
+    def say(self, text: str, timeout: float = 60.0) -> Json:
+        """Send `text` and wait for the turn to end; the ending event."""
+        self.send(text)
+        return self.turn_end(timeout)
+
+    # -- what the web UI shows ---------------------------------------------------------
+
+    def items(self) -> list[Json]:
+        """The conversation's items as the web UI pages them (flat: no ``data`` wrapper)."""
+        return self.client.items(self.id)
+
+    def state(self) -> Json:
+        return self.client.session(self.id)
+
+    def idle(self, timeout: float = 60.0) -> Json:
+        def settled() -> Json | None:
+            state = self.state()
+            return state if state["status"] == "idle" else None
+
+        return wait_until(settled, f"session {self.id} to be idle", timeout)
+
+    def seen(self, kind: str) -> list[Json]:
+        """The events of `kind` read so far."""
+        return [e for e in self.events.seen if e.get("type") == kind]
+
+    def outputs(self) -> list[str]:
+        return [str(i["output"]) for i in self.items() if i["type"] == "function_call_output"]
+
+    def assistant_texts(self) -> list[str]:
+        """The text of each assistant message item, oldest first."""
+        texts = []
+        for item in self.items():
+            if item["type"] == "message" and item.get("role") == "assistant":
+                parts = item.get("content") or []
+                texts.append("".join(str(p.get("text", "")) for p in parts))
+        return texts
+
+
+# -- agy's side (the simulator's own records of the conversation) ---------------------------
+
+
+def agy_record(host: HostHome, session_id: str) -> AgyRecord:
+    """The plugin's record of the agy it runs for `session_id` (port, cascade, pid)."""
+    state = SessionStateDir.open(session_id, base=host.state_dir)
+    record = state.read_record()
+    assert record is not None, f"no agy record for {session_id} under {host.state_dir}"
+    return record
+
+
+def agy_call(host: HostHome, session_id: str, method: str, body: Json) -> Any:
+    """Ask the conversation's agy (agy-sim) directly."""
+    record = agy_record(host, session_id)
+
+    async def go() -> Any:
+        async with RpcClient(port=record.port, csrf_token=record.csrf_token) as client:
+            return await client.call(method, body)
+
+    return asyncio.run(go())
+
+
+def agy_steps(host: HostHome, session_id: str) -> list[Json]:
+    """Every step of the cascade the conversation is bound to now."""
+    record = agy_record(host, session_id)
+    reply = agy_call(
+        host, session_id, "GetCascadeTrajectorySteps", {"cascadeId": record.cascade_id}
+    )
+    return list(reply.get("steps", []))
+
+
+def user_inputs(host: HostHome, session_id: str) -> list[Json]:
+    return [s for s in agy_steps(host, session_id) if s["type"] == "CORTEX_STEP_TYPE_USER_INPUT"]
+
+
+def plan_model(step: Json) -> str:
+    return str(step["userInput"]["userConfig"]["plannerConfig"]["planModel"])
+
+
+def logs(stack: LocalStack) -> list[Path]:
+    """The stack's log files, for a failure message."""
+    return sorted(stack.root.rglob("*.log"))
