@@ -1,10 +1,19 @@
-"""Shared fixtures for the omnigent-agy test suite."""
+"""Shared fixtures for the omnigent-agy test suite.
+
+The e2e fixtures are here too (not in tests/e2e/conftest.py: two modules named `conftest`
+would shadow each other for `from conftest import ...`). `stack` starts one real stack for the
+whole run (starting omnigent takes ~20 s; each test opens its own session on it), stopped with
+everything it started even when a test fails; nothing starts unless a test asks for it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from omnigent.community.harness.agy.stack import TEST_SIMULATOR, LocalStack, write_simulator
+from stack import Conversation
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
@@ -18,3 +27,31 @@ def shared_recorded() -> Path:
     if not SHARED_RECORDED.is_dir():
         pytest.skip(f"{SHARED_RECORDED} is absent (it exists beside the checkout and in CI only)")
     return SHARED_RECORDED
+
+
+# A test that restarts the shared stack (the plugin disabled) must run after every other one.
+RESTARTS_STACK = "stack_restarted_disabled"
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    root = tmp_path_factory.mktemp("stack")
+    agy = write_simulator(root / "agy-bin", TEST_SIMULATOR)
+    (root / "stack" / "workspace").mkdir(parents=True)
+    (root / "stack" / "workspace" / "README.md").write_text("# a project\n")
+    with LocalStack(root / "stack", agy) as running:
+        yield running
+
+
+@pytest.fixture
+def conversation(stack: LocalStack) -> Iterator[Conversation]:
+    """A new session of the shipped agent on the main host, its event stream open."""
+    with Conversation(stack) as opened:
+        yield opened
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    last = [item for item in items if RESTARTS_STACK in getattr(item, "fixturenames", ())]
+    for item in last:
+        items.remove(item)
+        items.append(item)

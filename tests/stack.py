@@ -2,7 +2,7 @@
 
 The stack itself (`omnigent server` + `omnigent host` with the plugin installed, enabled and
 its agent registered, agy-sim standing in for agy) is the package's `LocalStack`, which the demo
-runs too; `conftest.py` starts one for the whole e2e run. `Conversation` is one session on it
+runs too; `tests/conftest.py` starts one for the whole e2e run. `Conversation` is one session on it
 with its event stream open: send a message, wait for events or items, answer a card through
 the server as the web UI does, press Stop. `agy_steps` reads agy's side (the simulator's
 steps) for checks the API cannot show, such as the plan model a turn reached agy with.
