@@ -64,7 +64,7 @@ from omnigent_agy.interactions.prompts import (
 )
 from omnigent_agy.reading.events import InteractionRequested
 from omnigent_agy.reading.steps import InteractionKind, StepKey
-from omnigent_agy.rpc.client import RpcClient
+from omnigent_agy.rpc.endpoint import FollowingClient
 from omnigent_agy.rpc.errors import RpcError
 
 if TYPE_CHECKING:
@@ -146,12 +146,13 @@ class _Answer:
 
 
 class InteractionBridge:
-    """Answers agy's gates for one cascade; every call runs on the owner loop of `client`."""
+    """Answers agy's gates for one cascade; every call runs on the owner loop of `client`,
+    which follows agy to a new port (`rpc.endpoint`)."""
 
     def __init__(
         self,
         *,
-        client: RpcClient,
+        client: FollowingClient,
         cascade_id: str,
         prompts: HostPrompts,
         policy: PermissionPolicy,

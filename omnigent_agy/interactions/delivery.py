@@ -21,7 +21,8 @@ from typing import Final
 
 from omnigent_agy.interactions.gates import ANSWER_FIELDS, REFUSALS, Gate, gates_in
 from omnigent_agy.reading.steps import JsonObject, StepKey, int64, obj, seq
-from omnigent_agy.rpc.client import TRANSIENT_CODES, RpcClient
+from omnigent_agy.rpc.client import TRANSIENT_CODES
+from omnigent_agy.rpc.endpoint import FollowingClient
 from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError
 
 __all__ = ["GateClaim", "GateDelivery", "InteractionDeliveryError"]
@@ -72,7 +73,7 @@ class GateDelivery:
     def __init__(
         self,
         *,
-        client: RpcClient,
+        client: FollowingClient,
         cascade_id: str,
         claims: Callable[[], Iterable[GateClaim]],
         log: logging.Logger,
@@ -84,8 +85,8 @@ class GateDelivery:
 
     async def waiting_gates(self, offset: int) -> list[Gate]:
         """Every WAITING gate from `offset` on, read with one GetCascadeTrajectorySteps."""
-        steps = await self._client.get_cascade_trajectory_steps(
-            self._cascade_id, step_offset=offset
+        steps = await self._client.run(
+            lambda c: c.get_cascade_trajectory_steps(self._cascade_id, step_offset=offset)
         )
         gates: list[Gate] = []
         for position, step in enumerate(steps):
@@ -148,8 +149,9 @@ class GateDelivery:
         still-waiting step after a transient failure never got the answer, so sending again
         is safe although the call is not idempotent.
         """
-        steps = await self._client.get_cascade_trajectory_steps(
-            self._cascade_id, step_offset=gate.key.step_index
+        index = gate.key.step_index
+        steps = await self._client.run(
+            lambda c: c.get_cascade_trajectory_steps(self._cascade_id, step_offset=index)
         )
         step: JsonObject = steps[0] if steps else {}
         still = gates_in(step, gate.key.step_index, cascade_id=self._cascade_id)
@@ -165,17 +167,24 @@ class GateDelivery:
         return exc.code not in TRANSIENT_CODES
 
     async def send(self, gate: Gate, payload: Mapping[str, object]) -> None:
-        await self._client.handle_cascade_user_interaction(
-            self._cascade_id,
-            trajectory_id=gate.key.trajectory_id,
-            step_index=gate.key.step_index,
-            **{ANSWER_FIELDS[gate.request.kind]: payload},
+        """One answer to one gate. Never sent twice by the client: after a failure that may
+        have reached agy, `deliver` re-reads the step and decides (agy may have moved to a
+        new port meanwhile; the next call follows it)."""
+        answer = {ANSWER_FIELDS[gate.request.kind]: payload}
+        await self._client.run(
+            lambda c: c.handle_cascade_user_interaction(
+                self._cascade_id,
+                trajectory_id=gate.key.trajectory_id,
+                step_index=gate.key.step_index,
+                **answer,
+            ),
+            resend_safe=False,
         )
 
     async def refuse_unclaimed(self) -> bool:
         """Refuse the gates nobody claims (announced, not yet handled); True if any was."""
         try:
-            summaries = await self._client.get_all_cascade_trajectories()
+            summaries = await self._client.run(lambda c: c.get_all_cascade_trajectories())
             summary = obj(obj(summaries.get("trajectorySummaries")).get(self._cascade_id))
             indices = [
                 int64(obj(w).get("stepIndex")) or 0 for w in seq(summary.get("waitingSteps"))

@@ -46,6 +46,7 @@ from omnigent_agy.reading.rotation import RotationWatch
 from omnigent_agy.reading.sink import EventSink
 from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
+from omnigent_agy.rpc.endpoint import AgyEndpoint
 from omnigent_agy.rpc.errors import CsrfError, RpcError, StreamStalled
 
 __all__ = [
@@ -59,6 +60,8 @@ __all__ = [
 ]
 
 _logger = logging.getLogger(__name__)
+
+_FAILURES_BEFORE_LOOKING = 3  # one broken stream is no reason to run discovery
 
 
 ClientFactory = Callable[[int, str], RpcClient]
@@ -85,20 +88,26 @@ class CascadeReader:
         skip_existing: bool = False,
         follow_clear: bool = True,
         resolve_port: PortResolver | None = None,
+        endpoint: AgyEndpoint | None = None,
         client_factory: ClientFactory = _default_client,
     ) -> None:
         """`skip_existing`: without a cursor, count the steps already there as published
         (binding to a conversation whose history omnigent already shows).
         `follow_clear`: the cascade is the one agy's TUI shows, so a new root cascade (a
         `/clear` typed there) is followed; a cascade started over RPC never moves.
-        `resolve_port`: called when agy stops answering, to find it again on a new port."""
-        self._port = port
-        self._token = csrf_token
+        `endpoint`: the owner of agy's port shared with the rest of the session (else one of
+        the reader's own, from `port`, `csrf_token` and `resolve_port`): when agy stops
+        answering the reader follows it to where the endpoint says it is now, and asks it to
+        look again (`resolve_port`) after repeated failures."""
+        self._endpoint = endpoint or AgyEndpoint(
+            port=port, csrf_token=csrf_token, locate=resolve_port
+        )
+        self._port = self._endpoint.port
+        self._token = self._endpoint.csrf_token
         self._sink = sink
         self._settings = settings or ReaderSettings()
         self._skip_existing = skip_existing
         self._follow_clear = follow_clear
-        self._resolve_port = resolve_port
         self._client_factory = client_factory
         self._follower = Follower(
             cascade_id=cascade_id, sink=sink, cursor=cursor, model_names=model_names or {}
@@ -216,14 +225,15 @@ class CascadeReader:
             await client.aclose()
 
     async def _maybe_new_port(self, client: RpcClient, failures: int) -> tuple[RpcClient, int]:
-        """After repeated failures, ask where agy listens now (it may have restarted)."""
-        if self._resolve_port is None or failures < 3:
-            return client, failures
-        try:
-            port = await self._resolve_port()
-        except Exception as exc:  # noqa: BLE001 - a failed lookup is retried on the next round
-            _logger.info("agy not found again yet: %s", exc)
-            return client, failures
+        """Follow agy to a new port: at once when another part of the session found it there,
+        else after repeated failures ask the endpoint to look again (it may have restarted)."""
+        port = self._endpoint.port
+        if port == self._port and failures >= _FAILURES_BEFORE_LOOKING:
+            try:
+                port = await self._endpoint.relocate(self._port)
+            except Exception as exc:  # noqa: BLE001 - a failed lookup is retried next round
+                _logger.info("agy not found again yet: %s", exc)
+                return client, failures
         if port == self._port:
             return client, failures
         _logger.info("agy answers on a new port now")

@@ -1,7 +1,7 @@
 """The wire layer: talking to agy's connect-RPC language server.
 
 Owns the error tree (``errors``), connect envelopes (``wire``), the async HTTP/2 client and its
-retry policy (``client``, ``retry``), and finding the TLS port of the agy we started
-(``listeners``, ``discovery``). May import nothing else from the package: every other layer
-builds on it.
+retry policy (``connection``, ``client``, ``retry``), finding the TLS port of the agy we started
+(``listeners``, ``discovery``) and following it when it moves (``endpoint``). May import
+nothing else from the package: every other layer builds on it.
 """

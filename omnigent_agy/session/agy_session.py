@@ -38,7 +38,7 @@ from omnigent_agy.reading.reader import (
 )
 from omnigent_agy.reading.sink import HandoffSink
 from omnigent_agy.reading.steps import obj
-from omnigent_agy.rpc.client import RpcClient
+from omnigent_agy.rpc.endpoint import FollowingClient
 from omnigent_agy.rpc.errors import RpcError
 from omnigent_agy.session.binding import (
     AgyBinding,
@@ -179,7 +179,11 @@ class AgySession:
                 self._start_interaction(gate)
             if instructions and await self._first_turn(client, cascade):
                 text = with_instructions(instructions, text)
-            await client.send_user_cascade_message(cascade, text, plan_model=resolved.enum)
+            # Not sent again after a move unless it never left: agy may have started the turn.
+            await client.run(
+                lambda c: c.send_user_cascade_message(cascade, text, plan_model=resolved.enum),
+                resend_safe=False,
+            )
             async for event in self._follow_turn():
                 yield event
         finally:
@@ -258,7 +262,8 @@ class AgySession:
         if self._bridge is not None:
             await self._bridge.deny_pending()
         try:
-            await (await self._binding.rpc()).cancel_cascade_steps(agy.cascade_id)
+            cascade = agy.cascade_id
+            await (await self._binding.rpc()).run(lambda c: c.cancel_cascade_steps(cascade))
         except RpcError as exc:
             _logger.warning("cancelling agy's turn failed: %s", exc)
             return False
@@ -271,8 +276,12 @@ class AgySession:
             return False
         model = self._turn_model or (await self.resolve_model(None, None)).enum
         try:
-            await (await self._binding.rpc()).send_user_cascade_message(
-                agy.cascade_id, text, plan_model=model, delivery_strategy=STEERING
+            cascade = agy.cascade_id
+            await (await self._binding.rpc()).run(
+                lambda c: c.send_user_cascade_message(
+                    cascade, text, plan_model=model, delivery_strategy=STEERING
+                ),
+                resend_safe=False,
             )
         except RpcError as exc:
             _logger.warning("steering message not delivered: %s", exc)
@@ -281,9 +290,10 @@ class AgySession:
 
     # --- helpers --------------------------------------------------------------------------
 
-    async def _first_turn(self, client: RpcClient, cascade_id: str) -> bool:
+    async def _first_turn(self, client: FollowingClient, cascade_id: str) -> bool:
         """Whether the cascade has no user input yet (so the instructions are still owed)."""
-        summaries = obj((await client.get_all_cascade_trajectories()).get("trajectorySummaries"))
+        listed = await client.run(lambda c: c.get_all_cascade_trajectories())
+        summaries = obj(listed.get("trajectorySummaries"))
         return untouched(summaries.get(cascade_id))
 
     async def _on_rotation(self, event: ConversationRotated) -> None:

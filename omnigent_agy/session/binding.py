@@ -6,10 +6,14 @@
   tmux session and stays alive across turns and harness restarts; the binding re-attaches
   through the record in the session's private state directory, or launches a fresh agy (after
   the pre-flight checks) and binds the conversation its TUI shows, else one started over RPC.
+- **Where agy is now** is one `AgyEndpoint` (rpc/endpoint.py) per agy: the reader, the
+  interaction bridge, the interrupt, steering, the turn's send and the catalog all follow it
+  when agy's language server moves to a new port (discovery runs again, WIRE.md §1); the
+  record follows too, so `omnigent-agy ps` and a respawned harness see the new port.
 - **Reading** is the `CascadeReader` thread, started here and publishing into the sink the
-  session gives; it follows agy to a new port through `rediscover`.
-- **RPC** of the session itself goes through `rpc()`: one client owned by the running loop
-  (one connection, one owner: DESIGN-NOTES §10), re-made when the loop or agy's port changed.
+  session gives.
+- **RPC** of the session itself goes through `rpc()`: a `FollowingClient` owned by the running
+  loop (one connection, one owner: DESIGN-NOTES §10), re-made when the loop changed.
 - **Models** come from agy's own catalog (GetAvailableModels, once; never hard-coded, §7).
 """
 
@@ -19,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pluggy
@@ -34,8 +38,8 @@ from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.reader import CascadeReader, ReaderEvent, ReaderSettings
 from omnigent_agy.reading.sink import EventSink
 from omnigent_agy.reading.steps import obj
-from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.discovery import discover_port
+from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient
 from omnigent_agy.rpc.errors import AgyError, RpcError
 
 __all__ = ["AgyBinding", "PreflightError", "SessionError", "SessionSettings", "untouched"]
@@ -106,7 +110,8 @@ class AgyBinding:
         self._terminals = TerminalHost(socket_name=settings.tmux_socket)
         self._agy: AgyProcess | None = None
         self._reader: CascadeReader | None = None
-        self._client: RpcClient | None = None
+        self._endpoint: AgyEndpoint | None = None
+        self._client: FollowingClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._catalog: ModelCatalog | None = None
 
@@ -143,7 +148,7 @@ class AgyBinding:
             agy = await ensure_agy(
                 self._terminals, spec, conversation_id=self.settings.conversation_id
             )
-        self._agy = agy
+        await self._bind_endpoint(agy)
         client = await self.rpc()
         fresh_cascade = False
         if agy.cascade_id is None or not await self._cascade_known(client, agy.cascade_id):
@@ -154,12 +159,14 @@ class AgyBinding:
                 agy.bind_cascade(tui, follows_tui=True)
             else:
                 # A cascade started over RPC is not the one the TUI shows (WIRE.md §3).
-                agy.bind_cascade(await client.start_cascade())
+                agy.bind_cascade(await client.run(lambda c: c.start_cascade(), resend_safe=False))
             fresh_cascade = True
         assert agy.cascade_id is not None
+        assert self._endpoint is not None
         self._reader = CascadeReader(
             port=agy.port,
             csrf_token=agy.csrf_token,
+            endpoint=self._endpoint,
             cascade_id=agy.cascade_id,
             sink=self._sink,
             cursor=CursorStore(self.state.path),
@@ -168,7 +175,6 @@ class AgyBinding:
             # A cascade we bound before but whose cursor is gone: its history is on screen.
             skip_existing=not fresh_cascade,
             follow_clear=agy.follows_tui,
-            resolve_port=self._rediscover,
         )
         self._reader.start()
         ready = await asyncio.to_thread(self._reader.wait_ready, self.settings.ready_timeout)
@@ -199,24 +205,37 @@ class AgyBinding:
     async def catalog(self) -> ModelCatalog:
         """agy's models (GetAvailableModels, once per session; never hard-coded, §7)."""
         if self._catalog is None:
-            payload = await (await self.rpc()).get_available_models()
+            payload = await (await self.rpc()).run(lambda c: c.get_available_models())
             aliases = model_aliases(self._pm) if self._pm is not None else {}
             self._catalog = ModelCatalog.from_response(payload, aliases=aliases)
         return self._catalog
 
-    async def rpc(self) -> RpcClient:
-        """The session's client, owned by the running loop; re-made when the loop or agy's
-        port changed (the old one is closed when it belongs to this loop; a client of a loop
-        that is gone went with it)."""
+    async def _bind_endpoint(self, agy: AgyProcess) -> None:
+        """Make `agy` (launched or re-attached just now) the one whose port every part
+        follows; the old client is closed when it belongs to this loop (else it went with
+        its loop)."""
+        self._agy = agy
+        endpoint = AgyEndpoint(port=agy.port, csrf_token=agy.csrf_token, locate=self._rediscover)
+        endpoint.on_move(lambda port: self._moved(agy, port))
+        self._endpoint = endpoint
+        old, self._client = self._client, None
+        if old is not None and self._client_loop is asyncio.get_running_loop():
+            await old.aclose()
+
+    def _moved(self, agy: AgyProcess, port: int) -> None:
+        agy.port = port
+        record = agy.state_dir.read_record()
+        if record is not None and record.pid == agy.pid:
+            agy.state_dir.write_record(replace(record, port=port))
+
+    async def rpc(self) -> FollowingClient:
+        """The session's client, owned by the running loop and following agy's port; re-made
+        when the loop changed (a client of a loop that is gone went with it)."""
         loop = asyncio.get_running_loop()
-        agy = self._agy
-        assert agy is not None
-        client = self._client
-        if client is not None and self._client_loop is loop and client.port == agy.port:
-            return client
-        if client is not None and self._client_loop is loop:
-            await client.aclose()
-        self._client = agy.client()
+        assert self._endpoint is not None
+        if self._client is not None and self._client_loop is loop:
+            return self._client
+        self._client = FollowingClient(self._endpoint)
         self._client_loop = loop
         return self._client
 
@@ -235,10 +254,11 @@ class AgyBinding:
             _logger.info("following agy's TUI to its new conversation after /clear")
             agy.bind_cascade(reader.cascade_id, follows_tui=True)
 
-    async def _tui_cascade(self, client: RpcClient) -> str | None:
+    async def _tui_cascade(self, client: FollowingClient) -> str | None:
         """The empty conversation a freshly started agy's TUI opened, when there is exactly
         one root cascade and nobody has typed into it yet; else None."""
-        summaries = obj((await client.get_all_cascade_trajectories()).get("trajectorySummaries"))
+        listed = await client.run(lambda c: c.get_all_cascade_trajectories())
+        summaries = obj(listed.get("trajectorySummaries"))
         roots = [
             (str(cascade_id), summary)
             for cascade_id, summary in summaries.items()
@@ -248,21 +268,20 @@ class AgyBinding:
             return None
         return roots[0][0]
 
-    async def _cascade_known(self, client: RpcClient, cascade_id: str) -> bool:
+    async def _cascade_known(self, client: FollowingClient, cascade_id: str) -> bool:
         try:
-            await client.get_conversation_metadata(cascade_id)
+            await client.run(lambda c: c.get_conversation_metadata(cascade_id))
         except RpcError:
             return False
         return True
 
     async def _rediscover(self) -> int:
+        """Where agy listens now (the endpoint asks, on whichever loop failed first)."""
         agy = self._agy
         assert agy is not None
-        port = await discover_port(
+        return await discover_port(
             pid=agy.pid, log_file=agy.log_file, csrf_token=agy.csrf_token, deadline=5.0
         )
-        agy.port = port
-        return port
 
     def reader_ok(self) -> bool:
         return self._reader is not None and self._reader.is_alive()

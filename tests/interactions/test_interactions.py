@@ -64,6 +64,7 @@ from omnigent_agy.reading.steps import (
     StepKey,
 )
 from omnigent_agy.rpc.client import RpcClient
+from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient
 
 pytestmark = pytest.mark.tmux
 
@@ -204,8 +205,11 @@ class Turn:
         )
         self.reader.start()
         assert await asyncio.to_thread(self.reader.wait_ready, 20)
+        self.link = FollowingClient(
+            AgyEndpoint(port=self.sim.port, csrf_token=self.sim.token or "")
+        )
         self.bridge = InteractionBridge(
-            client=self.client,
+            client=self.link,
             cascade_id=self.cascade,
             prompts=self.person,
             policy=self.policy,
@@ -220,6 +224,7 @@ class Turn:
         assert await asyncio.to_thread(self.reader.stop)
         assert self.client.http_version == "HTTP/2"
         await self.client.aclose()
+        await self.link.aclose()
 
     async def send(self, text: str) -> None:
         await self.client.send_user_cascade_message(self.cascade, text, plan_model=self.model)
