@@ -5,7 +5,8 @@ once agy's answer is in hand, whether a stream frame or a poll brought it: the m
 the new part of each step into events (dropping anything already committed), the turn's usage
 is summed, `TurnEnded` is published once the cascade is IDLE with every step settled after a
 USER_INPUT (IDLE really means the turn is over: agy stays RUNNING while a gate is open,
-WIRE.md §4), and the durable cursor is saved after every batch that changed it. It does no
+WIRE.md §4), and the durable cursor is saved once per batch, only when something durable
+changed (a step committed, a gate opened or closed, a tool started, the turn ended). It does no
 I/O with agy: `reader` fetches, this applies.
 """
 
@@ -16,7 +17,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from omnigent_agy.reading.cursor import CursorStore
-from omnigent_agy.reading.events import Event, TurnBoundary, UsageReported
+from omnigent_agy.reading.events import (
+    Event,
+    ReasoningDelta,
+    SubAgentEvent,
+    TextDelta,
+    TurnBoundary,
+    UsageReported,
+)
 from omnigent_agy.reading.mapper import MapperState, map_step
 from omnigent_agy.reading.reader_state import Following, ReaderEvent, TurnEnded, TurnProgress
 from omnigent_agy.reading.sink import EventSink
@@ -103,19 +111,29 @@ class Follower:
         self.save_cursor()
 
     def apply_steps(self, positioned: Sequence[tuple[int | None, object]]) -> None:
+        """Map and publish a batch (one frame or one poll); save the cursor once, and only
+        when something durable changed in it.
+
+        A growth frame (more text of a step still generating) changes nothing durable: a
+        crash loses at most the text streamed since the step opened, and a restarted reader
+        re-streams that one step from its start (its deltas carry offsets, so a consumer
+        splices them over what it showed). Writing on every growth frame would cost more than
+        the frame itself, and the cursor would grow with the answer.
+        """
         follow = self.follow
-        changed = False
+        state = follow.state
+        committed = state.committed_count
+        durable = False
         for index, step in positioned:
             if follow.trajectory_id is None and isinstance(step, Mapping):
                 follow.trajectory_id = step_key(step).trajectory_id or None
-            events = map_step(follow.state, step, absolute_index=index)
-            for event in events:
+            for event in map_step(state, step, absolute_index=index):
                 self._track_turn(event)
                 self._sink.publish(event)
-            changed = changed or bool(events)
-        if changed:
+                durable = durable or not _is_growth(event)
+        durable = self._maybe_end_turn() or durable or state.committed_count != committed
+        if durable:
             self.save_cursor()
-        self._maybe_end_turn()
 
     # --- the turn -----------------------------------------------------------------------------
 
@@ -126,15 +144,17 @@ class Follower:
         elif isinstance(event, UsageReported) and not turn.ended:
             turn.usage = event.usage if turn.usage is None else turn.usage + event.usage
 
-    def _maybe_end_turn(self) -> None:
+    def _maybe_end_turn(self) -> bool:
+        """Publish the turn's end if it has come; whether it did."""
         follow = self.follow
         turn = follow.turn
         if turn.ended or turn.boundary is None or follow.status != IDLE:
-            return
+            return False
         if follow.state.open_count or follow.first_uncommitted() < follow.total_length:
-            return  # IDLE but a step is not settled yet: the next frame or poll settles it
+            return False  # IDLE but a step is not settled yet: the next frame or poll settles it
         turn.ended = True
         self._sink.publish(TurnEnded(follow.cascade_id, turn.boundary, turn.usage))
+        return True
 
     # --- the durable cursor -------------------------------------------------------------------
 
@@ -158,3 +178,10 @@ class Follower:
             self._cursor.save(self.follow.state, {"turn": self.follow.turn.to_json()})
         except OSError as exc:
             _logger.warning("could not save the reader's cursor: %s", exc)
+
+
+def _is_growth(event: Event) -> bool:
+    """A delta of a step still open: nothing a restarted reader could not stream again."""
+    if isinstance(event, SubAgentEvent):
+        event = event.event
+    return isinstance(event, TextDelta | ReasoningDelta)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import os
 import queue
 import random
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -275,6 +280,92 @@ def test_a_restarted_reader_goes_on_from_its_durable_cursor(sim: Sim, tmp_path: 
         assert assert_exactly_once(both) == run(_committed_text(sim, cascade))
     finally:
         assert second.stop()
+
+
+READER_PROC = Path(__file__).resolve().parent.parent / "_reader_proc.py"
+
+
+class ProcessLines:
+    """The JSON lines a reader process printed, read on a thread, waited on with deadlines."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+        self.seen: list[dict[str, Any]] = []
+        assert process.stdout is not None
+        stdout = process.stdout
+        self._thread = threading.Thread(
+            target=lambda: [self.lines.put(json.loads(x)) for x in stdout]
+        )
+        self._thread.start()
+
+    def until(self, where: Callable[[dict[str, Any]], bool], timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(where(line) for line in self.seen):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"the reader process never printed it; saw {self.seen}")
+            with contextlib.suppress(queue.Empty):
+                self.seen.append(self.lines.get(timeout=remaining))
+
+    def drain(self, process: subprocess.Popen[str]) -> list[dict[str, Any]]:
+        """Everything printed, once the process has gone and its output is read to the end."""
+        process.wait(10)
+        self._thread.join(10)
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self.seen.append(self.lines.get_nowait())
+        return self.seen
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_a_reader_killed_mid_answer_re_streams_only_that_step(sim: Sim, tmp_path: Path) -> None:
+    cascade, model = new_cascade(sim)
+    state = tmp_path / "state"
+    with subprocess.Popen(
+        [sys.executable, str(READER_PROC), str(sim.port), cascade, str(state)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "AGY_TOKEN": sim.token or ""},
+    ) as process:
+        lines = ProcessLines(process)
+        try:
+            lines.until(lambda line: line["type"] == "ready")
+            send(sim, cascade, "hello there", model)
+            lines.until(lambda line: line["type"] == "TurnEnded")
+            send(sim, cascade, "now a long answer", model)
+            lines.until(lambda line: line["type"] == "TextDelta" and line["offset"] > 100)
+        finally:
+            process.kill()  # no clean stop: no final cursor save
+        shown = lines.drain(process)
+    unfinished = [line["key"] for line in shown if line["type"] == "TextDelta"][-1]
+    committed = [line["key"] for line in shown if line["type"] == "AssistantMessage"]
+    assert unfinished not in committed, "the reader was killed after the answer committed"
+
+    second, seen_second = start_reader(sim, cascade, cursor=CursorStore(state))
+    try:
+        seen_second.until(TurnEnded)
+    finally:
+        assert second.stop()
+    shown_keys = {tuple(line["key"]) for line in shown if "key" in line}
+    again = {_key(e) for e in seen_second.events} - {None}
+    # Only the one step that was generating is published again, nothing committed before.
+    assert again & shown_keys == {tuple(unfinished)}
+    assert not seen_second.of(TurnBoundary)
+    # What a consumer splices from both processes' deltas is the committed answer.
+    text = ""
+    for line in shown:
+        if line["type"] == "TextDelta" and line["key"] == unfinished:
+            text = text[: line["offset"]] + line["text"]
+    for delta in seen_second.of(TextDelta):
+        text = apply_delta(text, delta)
+    (message,) = [m for m in seen_second.of(AssistantMessage) if _key(m) == tuple(unfinished)]
+    assert text == message.text
+
+
+def _key(event: object) -> tuple[str, int] | None:
+    key = getattr(event, "key", None)
+    return None if key is None else (key.trajectory_id, key.step_index)
 
 
 @pytest.mark.usefixtures("no_stray_threads")
