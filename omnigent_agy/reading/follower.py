@@ -97,17 +97,25 @@ class Follower:
         follow.total_length = max(follow.total_length, offset + len(steps))
         self.apply_steps([(offset + i, step) for i, step in enumerate(steps)])
 
-    def skip_history(self, steps: Sequence[Mapping[str, Any]]) -> None:
-        """Count the settled steps already there as published (omnigent shows that history).
+    def skip_history(
+        self, offset: int, steps: Sequence[Mapping[str, Any]], trajectory_id: str | None
+    ) -> None:
+        """Count the conversation as it is now as published (omnigent shows that history):
+        every step below `offset` unseen, and the settled ones of `steps` (from `offset` on).
 
         Steps still open (a gate waiting, an answer generating) are left to be published.
         """
         follow = self.follow
-        for index, step in enumerate(steps):
-            if follow.trajectory_id is None:
-                follow.trajectory_id = step_key(step).trajectory_id or None
+        if follow.trajectory_id is None:
+            follow.trajectory_id = trajectory_id or (
+                step_key(steps[0]).trajectory_id if steps else None
+            )
+        if offset and follow.trajectory_id is not None:
+            follow.state.commit_below(follow.trajectory_id, offset)
+        for index, step in enumerate(steps, offset):
             if is_settled(step_status(step)):
                 map_step(follow.state, step, absolute_index=index)  # its events are history
+        follow.total_length = max(follow.total_length, offset + len(steps))
         self.save_cursor()
 
     def apply_steps(self, positioned: Sequence[tuple[int | None, object]]) -> None:

@@ -36,6 +36,16 @@ class IndexSet:
             self._above.discard(self.watermark)
             self.watermark += 1
 
+    def add_below(self, end: int) -> None:
+        """Add every index below `end` at once (O(stragglers), not O(end))."""
+        if end <= self.watermark:
+            return
+        self.watermark = end
+        self._above = {index for index in self._above if index >= end}
+        while self.watermark in self._above:
+            self._above.discard(self.watermark)
+            self.watermark += 1
+
     def __contains__(self, index: object) -> bool:
         return isinstance(index, int) and (0 <= index < self.watermark or index in self._above)
 

@@ -130,6 +130,14 @@ class MapperState:
         self._open_tools.pop(key, None)
         self._waiting.pop(key, None)
 
+    def commit_below(self, trajectory_id: str, end: int) -> None:
+        """Record every step of `trajectory_id` below `end` as published, without seeing them
+        (the history a reader attaching to a long conversation skips)."""
+        committed = self._committed.get(trajectory_id)
+        if committed is None:
+            committed = self._committed[trajectory_id] = IndexSet()
+        committed.add_below(end)
+
     @property
     def committed_count(self) -> int:
         return sum(len(indices) for indices in self._committed.values())

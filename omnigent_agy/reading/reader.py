@@ -31,6 +31,7 @@ import logging
 import random
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.follower import Follower
@@ -199,8 +200,7 @@ class CascadeReader:
         failures = 0
         try:
             if self._skip_existing and not self._follower.restored:
-                steps = await client.get_cascade_trajectory_steps(self.cascade_id)
-                self._follower.skip_history(steps)
+                await self._skip_history(client)
             await self._check_rotation(client)
             while not self._stop.is_set():
                 try:
@@ -223,6 +223,24 @@ class CascadeReader:
         finally:
             self._follower.save_cursor()
             await client.aclose()
+
+    async def _skip_history(self, client: RpcClient) -> None:
+        """Count what the conversation holds now as history, fetching only its last turn.
+
+        Every turn before the last user input has ended, so its steps are settled: they are
+        counted without being fetched, and the stream then starts at the last turn
+        (`initialStepsPageBounds`). Attaching to a 20,000-step conversation costs what
+        attaching to a short one does. Without the summary's trajectory id (needed to count
+        unseen steps) the whole trajectory is read, as a fallback.
+        """
+        cascade = self.cascade_id
+        listing = await client.get_all_cascade_trajectories()
+        summary = obj(obj(listing.get("trajectorySummaries")).get(cascade))
+        trajectory = summary.get("trajectoryId")
+        trajectory = trajectory if isinstance(trajectory, str) and trajectory else None
+        offset = _last_turn_start(summary) if trajectory is not None else 0
+        steps = await client.get_cascade_trajectory_steps(cascade, step_offset=offset)
+        self._follower.skip_history(offset, steps, trajectory)
 
     async def _maybe_new_port(self, client: RpcClient, failures: int) -> tuple[RpcClient, int]:
         """Follow agy to a new port: at once when another part of the session found it there,
@@ -313,3 +331,16 @@ class CascadeReader:
         if mode != self._mode:
             self._mode = mode
             self._sink.publish(ReaderModeChanged(mode, reason))
+
+
+def _last_turn_start(summary: Mapping[str, Any]) -> int:
+    """Where the conversation's last turn starts: its last USER_INPUT's index (protojson
+    omits zero, and int64 fields may come as strings, WIRE.md §3), never past its length."""
+    numbers = []
+    for name in ("lastUserInputStepIndex", "stepCount"):
+        value = summary.get(name, 0)
+        try:
+            numbers.append(max(0, int(value)))
+        except (TypeError, ValueError):
+            numbers.append(0)
+    return min(numbers)

@@ -34,7 +34,11 @@ __all__ = [
 
 FLAG_COMPRESSED: Final = 0x01
 FLAG_END_STREAM: Final = 0x02
-DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
+# A sanity ceiling, not a budget: the first frame replays every step asked for (WIRE.md §4),
+# about 1.9 KB a step, so a 10,000-step conversation sends 19 MB and agy may ignore the
+# bounds asked for. The reader asks for only what its cursor needs; this refuses only a
+# length no conversation reaches (a corrupt prefix), before any of it is buffered.
+DEFAULT_MAX_FRAME_BYTES: Final = 512 * 1024 * 1024
 _PREFIX: Final = struct.Struct(">BI")
 
 

@@ -55,6 +55,7 @@ class SimOptions:
     fault_rules: tuple[FaultRule, ...] = ()
     signed_out: bool = False
     debug_rpc: bool = False
+    history_steps: int = 0
     version: str = SIM_VERSION
     workspace: Path = Path()
 
@@ -103,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--sim-debug-rpc", action="store_true", default=None, help="serve SimulatorSnapshot"
     )
+    sim.add_argument(
+        "--sim-history",
+        type=int,
+        metavar="STEPS",
+        help="finished steps the TUI cascade starts with",
+    )
     return parser
 
 
@@ -137,6 +144,14 @@ def parse_options(
     )
     signed_out = args.sim_signed_out or environ.get("AGY_SIM_SIGNED_OUT", "").lower() in _TRUE
     startup_delay = number(args.sim_startup_delay, "AGY_SIM_STARTUP_DELAY")
+    history = args.sim_history
+    if history is None and environ.get("AGY_SIM_HISTORY"):
+        try:
+            history = int(environ["AGY_SIM_HISTORY"])
+        except ValueError:
+            parser.error("AGY_SIM_HISTORY must be a whole number of steps")
+    if history is not None and history < 0:
+        parser.error("agy_sim_history must not be negative")
     gemini_dir = args.gemini_dir or Path.home() / ".gemini"
     return SimOptions(
         command=args.command,
@@ -156,6 +171,7 @@ def parse_options(
         fault_rules=rules,
         signed_out=bool(signed_out),
         debug_rpc=bool(args.sim_debug_rpc or environ.get("AGY_SIM_DEBUG_RPC", "").lower() in _TRUE),
+        history_steps=history or 0,
         version=args.sim_version or environ.get("AGY_SIM_VERSION") or SIM_VERSION,
         workspace=cwd if cwd is not None else Path.cwd(),
     )
@@ -172,7 +188,27 @@ def list_models(options: SimOptions) -> int:
     return 0
 
 
+def look_like_agy() -> None:
+    """Re-exec this process so the process table shows ``.../bin/agy`` as its ``argv[0]``.
+
+    Tools that look for a running agy (omnigent's own agy client among them) match the
+    basename of ``argv[0]`` (``agy``) and ``bin/agy`` on the command line, as the real
+    binary has. A console script starts as ``python .../bin/agy-sim``; exec'ing the same
+    interpreter with ``argv[0]`` = ``<its bin>/agy`` keeps the pid, the flags and the venv
+    (Python finds ``pyvenv.cfg`` beside ``argv[0]``). Skipped when a real ``agy`` sits at
+    that path (Python would resolve its prefix through it) or when already done.
+    """
+    if Path(sys.orig_argv[0]).name == "agy":
+        return
+    alias = Path(sys.executable).with_name("agy")
+    if alias.exists():
+        return
+    os.execv(sys.executable, [str(alias), *sys.orig_argv[1:]])  # noqa: S606 - same argv
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None and os.environ.get("AGY_SIM_KEEP_ARGV0", "").lower() not in _TRUE:
+        look_like_agy()
     options = parse_options(sys.argv[1:] if argv is None else argv, os.environ)
     if options.show_version:
         print(options.version)  # noqa: T201

@@ -43,6 +43,7 @@ from omnigent_agy.simulator.catalog import (
 )
 from omnigent_agy.simulator.connect_app import StreamHandler, UnaryHandler
 from omnigent_agy.simulator.handlers import RpcHandlers
+from omnigent_agy.simulator.history import seed_history
 from omnigent_agy.simulator.scenarios import ScenarioKnobs, Script, choose, subagent_worker
 from omnigent_agy.simulator.turn import Turn, TurnAbortedError, TurnEnv
 
@@ -70,6 +71,7 @@ class EngineSettings:
     models: tuple[CatalogModel, ...] = DEFAULT_MODELS
     gemini_dir: str = ""  # shown in the echoed userConfig's skill paths
     debug_rpc: bool = False  # also register SimulatorSnapshot (not an agy method)
+    history_steps: int = 0  # finished steps the TUI's cascade starts with (history.py)
 
     @property
     def knobs(self) -> ScenarioKnobs:
@@ -132,6 +134,15 @@ class SimEngine:
         self._started_at = clock()
         # The TUI's own conversation exists from the start; StartCascade makes others (§3).
         self.tui_cascade_id = self.new_cascade().cascade_id
+        if settings.history_steps:
+            seed_history(
+                self.cascades[self.tui_cascade_id],
+                settings.history_steps,
+                model=tui_model.model,
+                now=self.now,
+                new_id=self.new_id,
+                planner_config=self.planner_config,
+            )
         self._handlers = RpcHandlers(self)
 
     # -- public interface (the process, the TUI and tests) --------------------------------

@@ -261,6 +261,7 @@ class SimProcess:
         values: dict[str, Any] = {
             "gemini_dir": str(options.gemini_dir),
             "debug_rpc": options.debug_rpc,
+            "history_steps": options.history_steps,
         }
         if options.waiting_timeout is not None:
             values["waiting_timeout"] = options.waiting_timeout

@@ -55,6 +55,25 @@ def test_index_set(added: list[int], watermark: int, inside: list[int], outside:
 
 
 @pytest.mark.parametrize(
+    ("above", "end", "watermark", "stragglers"),
+    [
+        ([], 20_000, 20_000, []),
+        ([7, 9], 5, 5, [7, 9]),  # below the stragglers: they stay
+        ([3, 5, 6, 9], 5, 7, [9]),  # the ones at and after `end` join the run
+        ([2], 0, 0, [2]),
+    ],
+)
+def test_index_set_add_below(
+    above: list[int], end: int, watermark: int, stragglers: list[int]
+) -> None:
+    indices = IndexSet(0, above)
+    indices.add_below(end)
+    assert indices.to_json() == {"watermark": watermark, "above": stragglers}
+    indices.add_below(end - 1)  # never moves back
+    assert indices.to_json() == {"watermark": watermark, "above": stragglers}
+
+
+@pytest.mark.parametrize(
     "bad",
     [
         {},

@@ -13,7 +13,14 @@ import pytest
 from conftest import FIXTURES
 
 from omnigent_agy.rpc.errors import Code, ProtocolError
-from omnigent_agy.rpc.wire import DataFrame, EndStream, EnvelopeDecoder, Frame, encode_envelope
+from omnigent_agy.rpc.wire import (
+    DEFAULT_MAX_FRAME_BYTES,
+    DataFrame,
+    EndStream,
+    EnvelopeDecoder,
+    Frame,
+    encode_envelope,
+)
 
 
 def steps_in(document: Any) -> Iterator[dict[str, Any]]:
@@ -198,7 +205,9 @@ MALFORMED = [
         Code.INTERNAL,
         id="data-after-end-in-a-later-chunk",
     ),
-    pytest.param([prefix(0, 17 * 1024 * 1024)], Code.RESOURCE_EXHAUSTED, id="oversized-frame"),
+    pytest.param(
+        [prefix(0, DEFAULT_MAX_FRAME_BYTES + 1)], Code.RESOURCE_EXHAUSTED, id="oversized-frame"
+    ),
 ]
 
 

@@ -1036,3 +1036,24 @@ def test_model_and_effort_flags_choose_the_tui_model(sims: SimLauncher) -> None:
     question = next(s for s in steps if s["type"] == "CORTEX_STEP_TYPE_ASK_QUESTION")
     assert question["status"] == "CORTEX_STEP_STATUS_DONE"
     assert question["askQuestion"]["questions"][0]["selectedOptionIds"] == ["2"]
+
+
+@pytest.mark.tmux
+def test_the_process_table_shows_agy_as_omnigent_looks_for_it(sim: Sim) -> None:
+    args = psutil.Process(sim.pid).cmdline()
+    assert Path(args[0]).name == "agy"
+    assert "bin/agy" in " ".join(args)
+    assert "--log-file" in args  # agy's own flags still follow
+    # omnigent's own agy client finds it: the pid by its command line, then its TLS port.
+    from omnigent.harnesses.antigravity_native import rpc as builtin  # noqa: PLC0415
+
+    assert sim.pid in builtin._list_agy_pids()
+    assert sim.port in builtin._candidate_agy_rpc_ports()
+
+
+def test_history_steps_from_flag_and_environment() -> None:
+    assert parse_options([], {}).history_steps == 0
+    assert parse_options([], {"AGY_SIM_HISTORY": "20000"}).history_steps == 20_000
+    assert parse_options(["--sim-history", "5"], {"AGY_SIM_HISTORY": "7"}).history_steps == 5
+    with pytest.raises(SystemExit):
+        parse_options(["--sim-history", "-1"], {})
