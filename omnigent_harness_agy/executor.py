@@ -141,7 +141,6 @@ class AgyExecutor(Executor):
         # Bridges omnigent's ExecutorAdapter installs (it fills attributes that are None).
         self._tool_executor: object = None
         self._elicitation_handler: object = None
-        self._elicitation_choice_handler: Any = None
         self._policy_evaluator: Any = None
         self._form_elicitor: Any = None  # installed by AgyExecutorAdapter
 
@@ -228,7 +227,6 @@ class AgyExecutor(Executor):
             effort = turn_config.extra.get("reasoning_effort") or self._env.get(EFFORT_ENV)
             prompts = OmnigentPrompts(
                 policy_evaluator=self._policy_evaluator,
-                choice_handler=self._elicitation_choice_handler,
                 elicit=self._form_elicitor,
             )
             stream = _Stream()

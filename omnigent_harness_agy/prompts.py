@@ -4,14 +4,24 @@ The executor hands over the bridges omnigent's `ExecutorAdapter` installs on it:
 
 - ``policy_evaluator(phase, data)`` — omnigent's policy engine; a permission is evaluated as
   ``PHASE_TOOL_CALL`` with ``{"name", "arguments"}`` (the shape every harness sends);
-- ``choice_handler(tool_name, tool_input, options)`` — a card with one button per option
-  that returns the chosen label (None when the card was closed). Permissions use it, so that
-  "Deny" is an answer delivered to agy instead of omnigent's plain approve/deny card, whose
-  "decline" cancels the whole turn (DESIGN-NOTES §1);
-- ``elicit(params)`` — ``TurnContext.elicit`` with a fresh id: questions go to the web's
-  ``ask_user_question`` form (one answer per question keyed by its index, option *labels*,
-  a list for multi-select, any text that is not a label being the person's own answer), and
-  MCP elicitations to a plain MCP form.
+- ``elicit(params)`` — ``TurnContext.elicit`` with a fresh id, for every card and form.
+
+What a person sees is what omnigent's web renders from those params, so they are written for
+it (its approval card, read in the bundle's ``index-*.js``): a ``requestedSchema`` whose only
+property is an ``answer`` enum is a card titled "Choose an option · <policy_name>" showing
+``message`` and one button per value; ``content_preview`` is not shown on such a card. The
+adapter's own choice handler fixes that message to "<label> wants to use **<tool>**" and the
+policy name to "<label>_sdk_permission", which tells a person nothing about the command, so
+permissions and single questions are built here: the message says in words what agy asks
+(the command, file or MCP tool; the question) and the policy name is the harness label.
+"Deny" stays an answer delivered to agy, never omnigent's "decline", which would cancel the
+whole turn (DESIGN-NOTES §1).
+
+Several questions, multi-select and questions whose options cannot be told apart go to the
+web's ``ask_user_question`` form: each question's field is keyed by the question's own text
+(the receipt lists the answers under those keys), option *labels* come back, a list for
+multi-select, and any text that is not a label is the person's own answer. MCP elicitations
+go to a plain MCP form.
 
 omnigent's engine answers ``POLICY_ACTION_ALLOW`` when no policy has an opinion, and a policy
 that says ASK is settled by the server itself, which parks the call until a person answers
@@ -48,17 +58,18 @@ from omnigent_agy.reading.steps import Question
 __all__ = [
     "ALLOW_ONCE",
     "DENY",
-    "ChoiceHandler",
     "Elicit",
     "OmnigentPrompts",
     "PolicyEvaluator",
+    "answer_fields",
+    "choice_params",
     "conversation_label",
+    "permission_message",
 ]
 
 _logger = logging.getLogger(__name__)
 
 PolicyEvaluator = Callable[[str, dict[str, Any]], Awaitable[PolicyVerdictPayload]]
-ChoiceHandler = Callable[[str, dict[str, Any], Sequence[str]], Awaitable[str | None]]
 Elicit = Callable[[ElicitationRequestParams], Awaitable[ElicitationResult]]
 
 ALLOW_ONCE: Final = "Allow once"
@@ -70,6 +81,14 @@ _TOOL_NAMES: Final = {
     RequestKind.EDIT: "edit_file",
     RequestKind.MCP: "mcp_tool",
     RequestKind.OTHER: "permission",
+}
+# What each kind of permission asks, in words: "<label> wants to <verb> “<subject>”".
+_WANTS_TO: Final = {
+    RequestKind.COMMAND: "run",
+    RequestKind.READ: "read",
+    RequestKind.EDIT: "change",
+    RequestKind.MCP: "use the MCP tool",
+    RequestKind.OTHER: "go ahead with",
 }
 # MCP form fields are flat primitives (MCP's restricted schema); anything else is not shown.
 _MCP_FIELD_TYPES: Final = frozenset({"string", "number", "integer", "boolean"})
@@ -89,13 +108,11 @@ class OmnigentPrompts:
         self,
         *,
         policy_evaluator: PolicyEvaluator | None,
-        choice_handler: ChoiceHandler | None,
         elicit: Elicit | None,
         harness_label: str = "Antigravity CLI",
         host_allow_decides: bool = False,
     ) -> None:
         self._evaluate = policy_evaluator
-        self._choose = choice_handler
         self._elicit = elicit
         self._label = harness_label
         self._allow_decides = host_allow_decides
@@ -111,15 +128,13 @@ class OmnigentPrompts:
     # -- permission ------------------------------------------------------------------------
 
     async def ask_permission(self, card: PermissionCard) -> PermissionAnswer | None:
-        if self._choose is None:
-            raise PromptUnavailableError("omnigent installed no choice card handler")
-        scoped = conversation_label(card.persist_pattern)
         labels = {
             ALLOW_ONCE: PermissionAnswer.ALLOW_ONCE,
-            scoped: PermissionAnswer.ALLOW_CONVERSATION,
+            conversation_label(card.persist_pattern): PermissionAnswer.ALLOW_CONVERSATION,
         }
         labels[DENY] = PermissionAnswer.DENY
-        chosen = await self._choose(_TOOL_NAMES[card.kind], permission_input(card), list(labels))
+        message = permission_message(card, harness_label=self._label)
+        chosen = await self._choose(message, list(labels), phase="agy_cli_permission")
         if chosen is None:
             return None
         answer = labels.get(chosen)
@@ -130,32 +145,42 @@ class OmnigentPrompts:
     # -- questions -------------------------------------------------------------------------
 
     async def ask_questions(self, form: QuestionForm) -> QuestionAnswers | None:
-        if _fits_choice_card(form) and self._choose is not None:
+        if _fits_choice_card(form):
             question = form.questions[0]
-            tool_input: dict[str, Any] = {"question": question.text}
-            if form.error or form.note:
-                tool_input["note"] = form.error or form.note
+            message = _with_notes(question.text, form.error or form.note)
             texts = [option.text for option in question.options]
-            chosen = await self._choose("ask_question", tool_input, texts)
+            chosen = await self._choose(message, texts, phase="agy_cli_ask_question")
             if chosen is None:
                 return None
             return QuestionAnswers((_answer_from_labels(question, [chosen]),))
-        if self._elicit is None:
-            raise PromptUnavailableError("omnigent installed no form handler for questions")
-        result = await self._elicit(question_params(form, harness_label=self._label))
+        result = await self._ask(question_params(form, harness_label=self._label), "questions")
         return question_answers(form, result)
 
     # -- MCP elicitation -------------------------------------------------------------------
 
     async def ask_elicitation(self, card: ElicitationCard) -> ElicitationAnswer | None:
-        if self._elicit is None:
-            raise PromptUnavailableError("omnigent installed no form handler")
-        result = await self._elicit(elicitation_params(card, harness_label=self._label))
+        result = await self._ask(elicitation_params(card, harness_label=self._label), "forms")
         if result.action == "cancel":
             return None
         if result.action == "decline":
             return ElicitationAnswer(ElicitationAction.DECLINE)
         return ElicitationAnswer(ElicitationAction.ACCEPT, dict(result.content or {}))
+
+    # -- the web's card --------------------------------------------------------------------
+
+    async def _choose(self, message: str, options: Sequence[str], *, phase: str) -> str | None:
+        """One button per option; the chosen label, or None when the card was closed."""
+        params = choice_params(message, options, phase=phase, harness_label=self._label)
+        result = await self._ask(params, "cards")
+        if result.action != "accept":
+            return None
+        answer = (result.content or {}).get("answer")
+        return answer if isinstance(answer, str) else None
+
+    async def _ask(self, params: ElicitationRequestParams, what: str) -> ElicitationResult:
+        if self._elicit is None:
+            raise PromptUnavailableError(f"omnigent installed no elicitation handler for {what}")
+        return await self._elicit(params)
 
 
 # --- mapping, both ways (pure) ---------------------------------------------------------------
@@ -190,20 +215,40 @@ def policy_verdict(verdict: object, *, allow_decides: bool = False) -> PolicyVer
     return PolicyVerdict(PolicyAction.ASK, reason)
 
 
-def permission_input(card: PermissionCard) -> dict[str, Any]:
-    """What the card shows under the tool's name: the gated command, where, and why."""
-    shown: dict[str, Any] = {
-        "command" if card.kind is RequestKind.COMMAND else "target": card.subject
-    }
+def permission_message(card: PermissionCard, *, harness_label: str) -> str:
+    """What the card says: the command (or file, MCP tool) in words, where, and why again.
+
+    One line: the web shows the message as plain text, without markdown.
+    """
+    text = f"{harness_label} wants to {_WANTS_TO[card.kind]} “{card.subject}”"
     if card.command_line and card.command_line != card.subject:
-        shown["part_of"] = card.command_line
+        text += f" (part of “{card.command_line}”)"
     if card.cwd:
-        shown["cwd"] = card.cwd
-    if card.action_description:
-        shown["description"] = card.action_description
-    if card.note:
-        shown["note"] = card.note
-    return shown
+        text += f" in {card.cwd}"
+    if card.action_description and card.kind is not RequestKind.COMMAND:
+        text += f": {card.action_description}"
+    return _with_notes(text, card.note)
+
+
+def choice_params(
+    message: str, options: Sequence[str], *, phase: str, harness_label: str
+) -> ElicitationRequestParams:
+    """The web's choice card: "Choose an option · <label>", the message, one button each."""
+    return ElicitationRequestParams(
+        mode="form",
+        message=message,
+        requestedSchema={
+            "type": "object",
+            "properties": {"answer": {"type": "string", "enum": list(options)}},
+            "required": ["answer"],
+        },
+        phase=phase,
+        policy_name=harness_label,
+    )
+
+
+def _with_notes(text: str, note: str | None) -> str:
+    return f"{note} — {text}" if note else text
 
 
 def _fits_choice_card(form: QuestionForm) -> bool:
@@ -219,12 +264,12 @@ def question_params(form: QuestionForm, *, harness_label: str) -> ElicitationReq
     """The web's ``ask_user_question`` form: questions keyed by index, options by label."""
     questions = [
         {
-            "id": str(index),
+            "id": field,
             "question": question.text,
             "options": [{"label": option.text} for option in question.options if option.text],
             "multiSelect": question.multi_select,
         }
-        for index, question in enumerate(form.questions)
+        for field, question in zip(answer_fields(form), form.questions, strict=True)
     ]
     message = f"{harness_label} needs your input"
     for extra in (form.note, form.error):
@@ -253,10 +298,24 @@ def question_answers(form: QuestionForm, result: ElicitationResult) -> QuestionA
         return None
     content = result.content if isinstance(result.content, Mapping) else {}
     answers = []
-    for index, question in enumerate(form.questions):
-        value = content.get(str(index), content.get(question.text))
+    for index, (field, question) in enumerate(
+        zip(answer_fields(form), form.questions, strict=True)
+    ):
+        # By our field first; by index, as omnigent's own agy mapping keys them, for a client
+        # that sends that.
+        value = content.get(field, content.get(str(index)))
         answers.append(_answer_from_labels(question, _labels(value)))
     return QuestionAnswers(tuple(answers))
+
+
+def answer_fields(form: QuestionForm) -> list[str]:
+    """The form's field per question: its text, so the web's receipt reads "<question>  <answer>";
+    "Question N" where the text is empty or shared by another question."""
+    texts = [question.text.strip() for question in form.questions]
+    return [
+        text if text and texts.count(text) == 1 else f"Question {number}"
+        for number, text in enumerate(texts, start=1)
+    ]
 
 
 def _labels(value: object) -> list[str]:

@@ -1,7 +1,7 @@
 """`OmnigentPrompts`: the bridge's prompts mapped to omnigent's schema classes and back.
 
-The bridges omnigent's ExecutorAdapter installs (policy evaluator, choice handler, elicit)
-are stood in for by recording coroutines; everything they receive and return is a real
+The bridges the adapter installs (omnigent's policy evaluator, the plugin's elicit) are stood
+in for by recording coroutines; everything they receive and return is a real
 omnigent object (`ElicitationRequestParams`, `ElicitationResult`, `PolicyVerdictPayload`).
 Where omnigent already maps agy's questions for its own antigravity harness, that mapping is
 used as an oracle, so our form renders and round-trips the same way in the web UI.
@@ -21,6 +21,7 @@ from omnigent.community.harness.agy.prompts import (
     OmnigentPrompts,
     conversation_label,
 )
+from omnigent.runtime.harnesses._executor_adapter import ExecutorAdapter
 from omnigent.runtime.harnesses._scaffold import PolicyVerdictPayload
 from omnigent.server.routes._antigravity_elicitation import (
     to_elicitation_params,
@@ -56,26 +57,18 @@ def run[T](coro: Awaitable[T]) -> T:
 
 @dataclass
 class Host:
-    """Recording stand-ins for the adapter's bridges."""
+    """A recording stand-in for the adapter's elicit bridge and omnigent's policy evaluator."""
 
     verdict: PolicyVerdictPayload = field(
         default_factory=lambda: PolicyVerdictPayload(action="POLICY_ACTION_ALLOW")
     )
-    choice: str | None = None
     result: ElicitationResult = field(default_factory=lambda: ElicitationResult(action="cancel"))
     evaluations: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    choices: list[tuple[str, dict[str, Any], list[str]]] = field(default_factory=list)
     elicited: list[ElicitationRequestParams] = field(default_factory=list)
 
     async def evaluate(self, phase: str, data: dict[str, Any]) -> PolicyVerdictPayload:
         self.evaluations.append((phase, data))
         return self.verdict
-
-    async def choose(
-        self, tool: str, tool_input: dict[str, Any], options: Sequence[str]
-    ) -> str | None:
-        self.choices.append((tool, tool_input, list(options)))
-        return self.choice
 
     async def elicit(self, params: ElicitationRequestParams) -> ElicitationResult:
         assert isinstance(params, ElicitationRequestParams)
@@ -85,11 +78,31 @@ class Host:
     def prompts(self, **kwargs: Any) -> OmnigentPrompts:
         bridges: dict[str, Callable[..., Any] | None] = {
             "policy_evaluator": self.evaluate,
-            "choice_handler": self.choose,
             "elicit": self.elicit,
         }
         bridges.update(kwargs)
         return OmnigentPrompts(**bridges)  # type: ignore[arg-type]
+
+
+def picked(label: str | None) -> ElicitationResult:
+    """What the web posts when a card's button is clicked (or the card is closed)."""
+    if label is None:
+        return ElicitationResult(action="cancel")
+    return ElicitationResult(action="accept", content={"answer": label})
+
+
+def card_text(params: ElicitationRequestParams) -> tuple[str, str, list[str]]:
+    """(title, body, buttons) as omnigent's web approval card renders a choice card: the
+    title "Choose an option · <policy_name>", the message, one button per `answer` value
+    (read in the web bundle's approval card; `content_preview` is not shown on it)."""
+    schema = params.requestedSchema or {}
+    properties = schema.get("properties", {})
+    assert list(properties) == ["answer"], "not a choice card"
+    return (
+        f"Choose an option · {params.policy_name}",
+        params.message,
+        list(properties["answer"]["enum"]),
+    )
 
 
 COMMAND = PermissionRequest(
@@ -187,33 +200,81 @@ CARD = PermissionCard(
 def test_the_permission_card_offers_three_choices_and_maps_them_back(
     chosen: str | None, expected: PermissionAnswer | None
 ) -> None:
-    host = Host(choice=chosen)
+    host = Host(result=picked(chosen))
     assert run(host.prompts().ask_permission(CARD)) == expected
-    [(tool, shown, options)] = host.choices
-    assert tool == "run_command"
-    assert options == [ALLOW_ONCE, "Allow “git log” for this conversation", DENY]
-    assert shown == {
-        "command": "git log -n 1",
-        "part_of": "git status && git log -n 1",
-        "cwd": "/work/project",
-        "description": "Running git log",
-    }
+    [params] = host.elicited
+    assert card_text(params)[2] == [ALLOW_ONCE, "Allow “git log” for this conversation", DENY]
 
 
-def test_a_card_asked_again_says_why() -> None:
-    host = Host(choice=DENY)
-    run(
-        host.prompts().ask_permission(
-            PermissionCard("c", RequestKind.COMMAND, "ls", note="changed")
-        )
+def test_the_permission_card_says_in_words_which_command_it_asks_about() -> None:
+    host = Host()
+    run(host.prompts().ask_permission(CARD))
+    title, body, _ = card_text(host.elicited[0])
+    assert title == "Choose an option · Antigravity CLI"
+    assert body == (
+        "Antigravity CLI wants to run “git log -n 1” (part of “git status && git log -n 1”)"
+        " in /work/project"
     )
-    assert host.choices[0][1]["note"] == "changed"
-    assert host.choices[0][2][1] == "Allow for this conversation"
 
 
-def test_without_a_choice_handler_a_permission_cannot_be_asked() -> None:
-    with pytest.raises(PromptUnavailableError, match="choice card"):
-        run(Host().prompts(choice_handler=None).ask_permission(CARD))
+@pytest.mark.parametrize(
+    ("card", "body"),
+    [
+        pytest.param(
+            PermissionCard("c", RequestKind.READ, "/etc/hosts", action_description="Reading"),
+            "Antigravity CLI wants to read “/etc/hosts”: Reading",
+            id="file",
+        ),
+        pytest.param(
+            PermissionCard("c", RequestKind.EDIT, "src/a.py"),
+            "Antigravity CLI wants to change “src/a.py”",
+            id="edit",
+        ),
+        pytest.param(
+            PermissionCard("c", RequestKind.MCP, "github/create_pr"),
+            "Antigravity CLI wants to use the MCP tool “github/create_pr”",
+            id="mcp",
+        ),
+        pytest.param(
+            PermissionCard("c", RequestKind.COMMAND, "ls", note="The command changed"),
+            "The command changed — Antigravity CLI wants to run “ls”",
+            id="asked-again",
+        ),
+    ],
+)
+def test_every_kind_of_permission_names_its_subject(card: PermissionCard, body: str) -> None:
+    host = Host()
+    run(host.prompts().ask_permission(card))
+    assert card_text(host.elicited[0])[1] == body
+
+
+def test_no_card_reads_like_the_adapters_internals() -> None:
+    """The adapter's own choice card would say "<label> wants to use **run_command**" under
+    "<label>_sdk_permission"; ours never does, for a permission or for a question."""
+    host = Host()
+    prompts = host.prompts()
+    run(prompts.ask_permission(CARD))
+    run(prompts.ask_questions(QuestionForm("c", (COLOR,))))
+    reference = ExecutorAdapter(executor_factory=lambda: None, harness_label="Antigravity CLI")
+    internals = reference._permission_card("run_command", {})
+    for params in host.elicited:
+        title, body, _ = card_text(params)
+        assert "**" not in body
+        assert internals.message not in body
+        assert internals.policy_name not in title
+        assert "run_command" not in body
+        assert "ask_question" not in body
+
+
+def test_a_card_asked_again_offers_the_unscoped_conversation_button() -> None:
+    host = Host(result=picked(DENY))
+    run(host.prompts().ask_permission(PermissionCard("c", RequestKind.COMMAND, "ls")))
+    assert card_text(host.elicited[0])[2][1] == "Allow for this conversation"
+
+
+def test_without_an_elicit_bridge_a_permission_cannot_be_asked() -> None:
+    with pytest.raises(PromptUnavailableError, match="cards"):
+        run(Host().prompts(elicit=None).ask_permission(CARD))
 
 
 # --- questions -------------------------------------------------------------------------------
@@ -229,32 +290,39 @@ CHECKS = Question(
 SURVEY = QuestionForm("agy:t:7", (COLOR, CHECKS))
 
 
-def test_one_single_select_question_is_a_choice_card() -> None:
-    host = Host(choice="Blue")
+def test_one_single_select_question_is_a_choice_card_showing_the_question() -> None:
+    host = Host(result=picked("Blue"))
     got = run(host.prompts().ask_questions(QuestionForm("c", (COLOR,))))
     assert got == QuestionAnswers((QuestionAnswer(selected=("2",)),))
-    assert host.choices == [("ask_question", {"question": "Which color?"}, ["Red", "Blue"])]
-    assert not host.elicited
+    [params] = host.elicited
+    assert card_text(params) == (
+        "Choose an option · Antigravity CLI",
+        "Which color?",
+        ["Red", "Blue"],
+    )
 
 
 def test_a_choice_card_closed_is_a_dismissal_and_a_refusal_is_shown_as_a_note() -> None:
-    host = Host(choice=None)
+    host = Host(result=picked(None))
     form = QuestionForm("c", (COLOR,), error="question 1 has no option '7'")
     assert run(host.prompts().ask_questions(form)) is None
-    assert host.choices[0][1]["note"] == "question 1 has no option '7'"
+    assert card_text(host.elicited[0])[1] == "question 1 has no option '7' — Which color?"
 
 
 def test_duplicate_option_texts_use_the_form_instead_of_buttons() -> None:
     twins = Question("Pick", (QuestionOption("1", "Same"), QuestionOption("2", "Same")), False)
-    host = Host(result=ElicitationResult(action="accept", content={"0": "Same"}))
+    host = Host(result=ElicitationResult(action="accept", content={"Pick": "Same"}))
     run(host.prompts().ask_questions(QuestionForm("c", (twins,))))
-    assert not host.choices
-    assert len(host.elicited) == 1
+    [params] = host.elicited
+    assert params.requestedSchema is None
+    assert params.model_dump()["ask_user_question"]["questions"][0]["question"] == "Pick"
 
 
 def test_several_questions_go_to_the_ask_user_question_form() -> None:
     host = Host(
-        result=ElicitationResult(action="accept", content={"0": "Red", "1": ["Lint", "Tests"]})
+        result=ElicitationResult(
+            action="accept", content={"Which color?": "Red", "Which checks?": ["Lint", "Tests"]}
+        )
     )
     got = run(host.prompts().ask_questions(SURVEY))
     assert got == QuestionAnswers(
@@ -267,13 +335,13 @@ def test_several_questions_go_to_the_ask_user_question_form() -> None:
     assert dumped["ask_user_question"] == {
         "questions": [
             {
-                "id": "0",
+                "id": "Which color?",
                 "question": "Which color?",
                 "options": [{"label": "Red"}, {"label": "Blue"}],
                 "multiSelect": False,
             },
             {
-                "id": "1",
+                "id": "Which checks?",
                 "question": "Which checks?",
                 "options": [{"label": "Lint"}, {"label": "Types"}, {"label": "Tests"}],
                 "multiSelect": True,
@@ -300,7 +368,36 @@ def test_the_form_matches_what_omnigent_renders_for_agys_questions() -> None:
     form = QuestionForm("c", (COLOR, CHECKS))  # two questions: the form, not buttons
     run(host.prompts().ask_questions(form))
     ours = host.elicited[0].model_dump()["ask_user_question"]["questions"][0]
-    assert ours == oracle.model_dump()["ask_user_question"]["questions"][0]
+    theirs = oracle.model_dump()["ask_user_question"]["questions"][0]
+    # Only the field differs: omnigent keys it by index, which its receipt then shows ("0  Red").
+    assert ours == {**theirs, "id": COLOR.text}
+
+
+def web_form_reply(params: ElicitationRequestParams, picks: Sequence[Any]) -> dict[str, Any]:
+    """The content the web's question form posts, and so its receipt lists ("<key>  <answer>"):
+    one entry per question, keyed by the question's `id`, or its text when the id is empty."""
+    questions = params.model_dump()["ask_user_question"]["questions"]
+    return {(q.get("id") or q["question"]): pick for q, pick in zip(questions, picks, strict=True)}
+
+
+def test_the_forms_receipt_names_each_question_in_words() -> None:
+    host = Host()
+    run(host.prompts().ask_questions(SURVEY))
+    reply = web_form_reply(host.elicited[0], ["Red", ["Lint", "Tests"]])
+    assert reply == {"Which color?": "Red", "Which checks?": ["Lint", "Tests"]}
+    host = Host(result=ElicitationResult(action="accept", content=reply))
+    answers = run(host.prompts().ask_questions(SURVEY))
+    assert answers == QuestionAnswers(
+        (QuestionAnswer(selected=("1",)), QuestionAnswer(selected=("1", "3")))
+    )
+
+
+def test_questions_with_the_same_text_are_told_apart_by_number() -> None:
+    same = QuestionForm("c", (CHECKS, CHECKS, Question("", (), multi_select=False)))
+    host = Host()
+    run(host.prompts().ask_questions(same))
+    fields = [q["id"] for q in host.elicited[0].model_dump()["ask_user_question"]["questions"]]
+    assert fields == ["Question 1", "Question 2", "Question 3"]
 
 
 @pytest.mark.parametrize(
@@ -387,8 +484,8 @@ def test_the_form_message_carries_the_refusal_and_the_note() -> None:
     assert message.endswith("Antigravity CLI needs your input")
 
 
-def test_questions_without_a_form_handler_cannot_be_asked() -> None:
-    with pytest.raises(PromptUnavailableError, match="form"):
+def test_questions_without_an_elicit_bridge_cannot_be_asked() -> None:
+    with pytest.raises(PromptUnavailableError, match="questions"):
         run(Host().prompts(elicit=None).ask_questions(SURVEY))
 
 
