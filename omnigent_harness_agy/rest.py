@@ -142,7 +142,8 @@ def choose(params: Mapping[str, Any], picks: list[str | list[str]]) -> Json:
     """The resolve content for a card: `picks[0]` names a choice card's button (by the start
     of its label, case-insensitive); for a question form one pick per question: a label, a
     list of labels (multi-select) or any other text, which the form takes as the person's
-    own answer. The keys are the ones the web UI sends (``answer``; a question's index)."""
+    own answer. The keys are the ones the web UI sends (``answer``; a question's ``id``, or
+    its text when the id is empty)."""
 
     def label(offered: list[str], wanted: str) -> str:
         for choice in offered:
@@ -160,12 +161,13 @@ def choose(params: Mapping[str, Any], picks: list[str | list[str]]) -> Json:
     if len(picks) != len(questions):
         raise LookupError(f"{len(questions)} questions, {len(picks)} answers given")
     content: Json = {}
-    for index, (question, pick) in enumerate(zip(questions, picks, strict=True)):
+    for question, pick in zip(questions, picks, strict=True):
         offered = [str(option["label"]) for option in question.get("options") or []]
+        key = str(question.get("id") or question.get("question"))
         if isinstance(pick, list):
-            content[str(index)] = [label(offered, one) for one in pick]
+            content[key] = [label(offered, one) for one in pick]
         else:
-            content[str(index)] = label(offered, pick)
+            content[key] = label(offered, pick)
     return content
 
 

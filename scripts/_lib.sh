@@ -51,3 +51,17 @@ ensure_tmux() {
     echo "tmux is needed: install it with your package manager (e.g. 'apt-get install tmux')." >&2
     return 1
 }
+
+# ensure_chromium: the browser tests (tests/e2e/test_browser.py) drive Debian's chromium through
+# Playwright, which is pointed at the system browser instead of downloading its own.
+ensure_chromium() {
+    command -v chromium >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing chromium (for the browser tests)" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+        return $?
+    fi
+    echo "chromium is needed for the browser tests: install it with your package manager" >&2
+    echo "(e.g. 'apt-get install chromium'), or point OMNIGENT_AGY_CHROMIUM at a Chromium." >&2
+    return 1
+}

@@ -23,7 +23,7 @@ from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.rpc.client import RpcClient
 
 TURN_ENDS = ("response.completed", "response.cancelled", "response.failed")
-AGENT = HARNESS_ID  # the shipped agent's name
+AGENT = "Antigravity-CLI"  # the shipped agent's name (omnigent_harness_agy/agy-cli.yaml)
 
 
 def wait_until[T](probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:

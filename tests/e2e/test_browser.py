@@ -1,0 +1,177 @@
+"""omnigent's web UI in a real browser, with the plugin in the real stack: what a person sees.
+
+Headless Chromium from the system's packages (scripts/_lib.sh `ensure_chromium` installs it
+for the suite), driven by Playwright pointed at it (``executable_path``: Playwright's own
+browser download is not used). One browser for the module, on the e2e run's one stack; every
+test starts its session from the web's new-session page as a person does, and asserts on the
+text the page shows. A screenshot of each step goes to ``.artifacts/browser/``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from omnigent.community.harness.agy.stack import LocalStack
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+
+pytestmark = [pytest.mark.e2e, pytest.mark.tmux, pytest.mark.browser]
+
+#: Where the shipped agent is offered on omnigent 0.19's new-session page: Agents → Other…,
+#: under its name (README, "Where to find it in the web UI").
+AGENT_ENTRY = re.compile(r"^Antigravity-CLI\b")
+# Turns on agy-sim take seconds; the first one also starts the harness process and agy.
+TURN_TIMEOUT_MS = 90_000
+
+
+def chromium_path() -> str:
+    found = os.environ.get("OMNIGENT_AGY_CHROMIUM") or shutil.which("chromium")
+    if found:
+        return found
+    reason = "no chromium: install it (apt-get install chromium) or set OMNIGENT_AGY_CHROMIUM"
+    if os.environ.get("CI"):
+        pytest.fail(reason)  # CI's set-up installs it: missing there is a defect, not a skip
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = chromium_path()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, headless=True)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="module")
+def shots(request: pytest.FixtureRequest) -> Path:
+    folder = Path(request.config.rootpath) / ".artifacts" / "browser"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+class Screen:
+    """One browser page on the stack's web UI, with a numbered screenshot per step."""
+
+    def __init__(self, page: Page, stack: LocalStack, shots: Path, name: str) -> None:
+        self.page = page
+        self.stack = stack
+        self.shots = shots
+        self.name = name
+        self.step = 0
+
+    def shot(self, what: str) -> None:
+        self.step += 1
+        self.page.screenshot(path=self.shots / f"{self.name}-{self.step:02d}-{what}.png")
+
+    def open_picker(self) -> Locator:
+        """The new-session page with the agent picker open; the picker's menu."""
+        self.page.goto(self.stack.url)
+        self.page.get_by_test_id("new-chat-landing-agent-select").click()
+        return self.page.get_by_role("menu").first
+
+    def new_session(self, text: str) -> None:
+        """Pick the shipped agent, type `text` and start the session, as a person does."""
+        self.open_picker()
+        self.page.get_by_test_id("new-chat-landing-custom-agents").hover()
+        self.page.get_by_role("menuitem", name=AGENT_ENTRY).click()
+        self.page.get_by_test_id("new-chat-landing-input").fill(text)
+        self.shot("typed")
+        self.page.get_by_test_id("new-chat-landing-submit").click()
+
+    def card(self) -> Locator:
+        card = self.page.locator('[data-testid="approval-card"][data-state="pending"]')
+        expect(card).to_be_visible(timeout=TURN_TIMEOUT_MS)
+        return card
+
+    def shows(self, text: str | re.Pattern[str]) -> Locator:
+        found = self.page.get_by_text(text).last
+        expect(found).to_be_visible(timeout=TURN_TIMEOUT_MS)
+        return found
+
+
+@pytest.fixture
+def screen(
+    browser: Browser, stack: LocalStack, shots: Path, request: pytest.FixtureRequest
+) -> Iterator[Screen]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    name = request.node.name.removeprefix("test_")
+    try:
+        yield Screen(page, stack, shots, name)
+    finally:
+        page.screenshot(path=shots / f"{name}-last.png")
+        context.close()
+
+
+def test_antigravity_cli_is_offered_where_a_person_picks_the_agent(screen: Screen) -> None:
+    screen.open_picker()
+    screen.page.get_by_test_id("new-chat-landing-custom-agents").hover()
+    entry = screen.page.get_by_role("menuitem", name=AGENT_ENTRY)
+    expect(entry).to_be_visible()
+    screen.shot("picker")
+    entry.hover()
+    # Its harness, by the label the plugin gives it, is on the entry itself.
+    expect(entry).to_contain_text("Antigravity CLI")
+
+
+def test_a_typed_message_streams_its_answer_onto_the_page(screen: Screen) -> None:
+    screen.new_session("Say hello in one short sentence.")
+    expect(screen.page.get_by_text("Say hello in one short sentence.").first).to_be_visible()
+    screen.shows(re.compile(r"Hello from the agy simulator"))
+    screen.shot("answer")
+
+
+def test_a_long_answer_arrives_part_by_part(screen: Screen) -> None:
+    screen.new_session("Give me a long answer")
+    screen.shows(re.compile(r"Part 2 of a long simulated answer"))
+    # Streamed: the start is on the page while the end (120 parts, 0.1 s apart) is not yet.
+    expect(screen.page.get_by_text(re.compile(r"Part 120 of a long"))).to_have_count(0)
+    screen.shot("streaming")
+    screen.shows(re.compile(r"Part 120 of a long simulated answer"))
+    screen.shot("whole")
+
+
+def test_an_approval_card_clicked_runs_the_command_and_shows_its_output(screen: Screen) -> None:
+    screen.new_session("Please run: echo hi from the browser")
+    card = screen.card()
+    # The card itself names the command in words, with agy's three answers as buttons.
+    expect(card).to_contain_text("Antigravity CLI wants to run “echo hi from the browser”")
+    expect(card).not_to_contain_text("**")
+    expect(card).not_to_contain_text("sdk_permission")
+    for button in ("Allow once", "for this conversation", "Deny"):
+        expect(card.get_by_role("button", name=re.compile(button))).to_be_visible()
+    screen.shot("card")
+    card.get_by_role("button", name="Allow once").click()
+    screen.shows("echo hi from the browser finished with exit code 0")
+    screen.shot("output")
+    expect(screen.page.get_by_text("hi from the browser", exact=True).last).to_be_visible()
+
+
+def test_a_question_card_is_answered_by_clicking_an_option(screen: Screen) -> None:
+    screen.new_session("Ask me a question")
+    card = screen.card()
+    expect(card).to_contain_text("Which color should the button be?")
+    expect(card).not_to_contain_text("ask_question")
+    screen.shot("question")
+    card.get_by_role("button", name="Blue").click()
+    screen.shows("Which color should the button be? → Blue")
+    screen.shot("answered")
+
+
+def test_stop_stops_a_long_answer(screen: Screen) -> None:
+    screen.new_session("Give me a long answer")
+    screen.shows(re.compile(r"Part 2 of a long simulated answer"))
+    screen.shot("streaming")
+    # The composer's red square while a turn runs (its title is "Interrupt").
+    screen.page.get_by_title("Interrupt").click()
+    screen.shows(re.compile(r"Interrupted|Stopped", re.IGNORECASE))
+    screen.shot("stopped")
+    # The answer stopped: its last part never reached the page.
+    expect(screen.page.get_by_text(re.compile(r"Part 120 of a long"))).to_have_count(0)
