@@ -44,7 +44,9 @@ HARNESS_ID = "agy-cli"
 TEST_SIMULATOR = {
     "AGY_SIM_STARTUP_DELAY": "0.5",
     "AGY_SIM_TOKEN_DELAY": "0.005",
-    "AGY_SIM_LONG_TOKEN_DELAY": "0.1",
+    # A long answer (120 parts) lasts a minute: long enough to press Stop in a browser on a
+    # busy machine; every test that asks for one stops it.
+    "AGY_SIM_LONG_TOKEN_DELAY": "0.5",
     "AGY_SIM_DEBUG_RPC": "1",
 }
 # Starting omnigent takes ~20 s for the server and as long for the host on a small machine.
