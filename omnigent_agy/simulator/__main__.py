@@ -1,7 +1,8 @@
 """``agy-sim``: a fake ``agy`` that takes agy's command line (WIRE.md §1).
 
-    agy-sim [--csrf_token=T] [--log-file PATH] [--gemini_dir DIR] [--model M] [--effort E]
-            [--mode MODE] [--dangerously-skip-permissions] [--sim-... switches]
+    agy-sim [--csrf_token=T] [--log-file PATH] [--gemini_dir DIR] [--conversation ID]
+            [--model M] [--effort E] [--mode MODE] [--dangerously-skip-permissions]
+            [--sim-... switches]
     agy-sim --version
     agy-sim models
 
@@ -43,6 +44,8 @@ class SimOptions:
     csrf_token: str | None = None
     log_file: Path | None = None
     gemini_dir: Path = Path("~/.gemini")
+    keeps_conversations: bool = False  # only under a --gemini_dir given: never the real one
+    conversation: str | None = None
     model: str | None = None
     effort: str | None = None
     mode: str | None = None
@@ -88,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     agy.add_argument("--csrf_token", metavar="TOKEN")
     agy.add_argument("--log-file", type=Path, metavar="PATH")
     agy.add_argument("--gemini_dir", type=Path, metavar="DIR")
+    agy.add_argument("--conversation", metavar="ID", help="start on this stored conversation")
     agy.add_argument("--model")
     agy.add_argument("--effort")
     agy.add_argument("--mode")
@@ -159,6 +163,8 @@ def parse_options(
         csrf_token=args.csrf_token,
         log_file=args.log_file,
         gemini_dir=gemini_dir,
+        keeps_conversations=args.gemini_dir is not None,
+        conversation=args.conversation,
         model=args.model,
         effort=args.effort,
         mode=args.mode,

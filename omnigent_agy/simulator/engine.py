@@ -45,6 +45,7 @@ from omnigent_agy.simulator.connect_app import StreamHandler, UnaryHandler
 from omnigent_agy.simulator.handlers import RpcHandlers
 from omnigent_agy.simulator.history import seed_history
 from omnigent_agy.simulator.scenarios import ScenarioKnobs, Script, choose, subagent_worker
+from omnigent_agy.simulator.store import ConversationStore
 from omnigent_agy.simulator.turn import Turn, TurnAbortedError, TurnEnv
 
 __all__ = ["EngineSettings", "IdSource", "SimEngine", "TranscriptEvent"]
@@ -70,6 +71,8 @@ class EngineSettings:
     default_model: str = DEFAULT_MODEL_ENUM  # the TUI's model: enum, key or display name
     models: tuple[CatalogModel, ...] = DEFAULT_MODELS
     gemini_dir: str = ""  # shown in the echoed userConfig's skill paths
+    store_dir: str = ""  # keep conversations on disk under this gemini dir ("" = memory only)
+    resume_conversation: str = ""  # `--conversation <id>`: start on this stored conversation
     debug_rpc: bool = False  # also register SimulatorSnapshot (not an agy method)
     history_steps: int = 0  # finished steps the TUI's cascade starts with (history.py)
 
@@ -132,9 +135,12 @@ class SimEngine:
         self._rt = _Runtime()
         self.cascades: dict[str, Cascade] = {}
         self._started_at = clock()
-        # The TUI's own conversation exists from the start; StartCascade makes others (§3).
-        self.tui_cascade_id = self.new_cascade().cascade_id
-        if settings.history_steps:
+        self._store = ConversationStore(Path(settings.store_dir)) if settings.store_dir else None
+        # The TUI's own conversation exists from the start (§3): the one `--conversation`
+        # names when it is stored, else a new one; StartCascade makes others.
+        self.resumed = self._resume(settings.resume_conversation)
+        self.tui_cascade_id = self.resumed or self.new_cascade().cascade_id
+        if settings.history_steps and not self.resumed:
             seed_history(
                 self.cascades[self.tui_cascade_id],
                 settings.history_steps,
@@ -194,7 +200,7 @@ class SimEngine:
         }
 
     async def aclose(self) -> None:
-        """Stop every turn and end every open stream."""
+        """Stop every turn, end every open stream and store every conversation."""
         self._rt.closed = True
         tasks = [c.task for c in self.cascades.values() if c.task is not None]
         for task in tasks:
@@ -203,6 +209,7 @@ class SimEngine:
             await asyncio.wait(tasks)
         for cascade in self.cascades.values():
             cascade.wake()
+            self._save(cascade)
 
     # -- used by the handlers ---------------------------------------------------------
     @property
@@ -232,7 +239,30 @@ class SimEngine:
             root_id=(parent.root_id or parent.cascade_id) if parent else "",
         )
         self.cascades[cascade.cascade_id] = cascade
+        self._save(cascade)
         return cascade
+
+    def _resume(self, cascade_id: str) -> str:
+        """Load a stored conversation (and its sub-agents); its id, or "" when not stored."""
+        if not cascade_id:
+            return ""
+        tree = self._store.load_tree(cascade_id) if self._store is not None else []
+        if not tree:
+            # What real agy does with an unknown id is not recorded (a guess: start afresh).
+            logger.warning("conversation %s is not stored; starting a new one", cascade_id)
+            return ""
+        for cascade in tree:
+            self.cascades[cascade.cascade_id] = cascade
+        logger.info("resumed conversation %s (%d steps)", cascade_id, len(tree[0].steps))
+        return tree[0].cascade_id
+
+    def _save(self, cascade: Cascade) -> None:
+        if self._store is None:
+            return
+        try:
+            self._store.save(cascade)
+        except OSError as exc:  # a full disk must not take the language server down
+            logger.warning("could not store conversation %s: %s", cascade.cascade_id, exc)
 
     def planner_config(self, requested: dict[str, Any]) -> dict[str, Any]:
         """The ``userConfig.plannerConfig`` agy echoes on USER_INPUT (user_input.json)."""
@@ -368,6 +398,7 @@ class SimEngine:
     def _finish_turn(self, cascade: Cascade) -> None:
         cascade.task = None
         cascade.set_run_status(IDLE, self.now())
+        self._save(cascade)
         self.emit(TranscriptEvent(cascade.cascade_id, "status", "idle"))
         if cascade.queue and not self._rt.closed:
             self._start_turn(cascade, cascade.queue.pop(0))

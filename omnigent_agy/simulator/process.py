@@ -262,6 +262,8 @@ class SimProcess:
             "gemini_dir": str(options.gemini_dir),
             "debug_rpc": options.debug_rpc,
             "history_steps": options.history_steps,
+            "store_dir": str(options.gemini_dir) if options.keeps_conversations else "",
+            "resume_conversation": options.conversation or "",
         }
         if options.waiting_timeout is not None:
             values["waiting_timeout"] = options.waiting_timeout
@@ -281,6 +283,7 @@ class SimProcess:
             "mode": options.mode,
             "dangerously-skip-permissions": options.skip_permissions or None,
             "gemini_dir": str(options.gemini_dir),
+            "conversation": options.conversation,
             "csrf_token": "set" if options.csrf_token else None,  # never the token itself
         }
         return ", ".join(f"{key}={value}" for key, value in recorded.items() if value is not None)
