@@ -84,6 +84,7 @@ def describe(config: AgyConfig) -> list[str]:
         f"agy executable:    {executable}",
         f"agy arguments:     {' '.join(config.args) or '(none)'}",
         f"keep agy running:  {str(config.keep_agy_running).lower()}",
+        f"kept agys:         {config.keep.describe()}",
         f"permission mode:   {policy.mode.value}",
         f"deny rules:        {', '.join(map(str, policy.deny)) or '(none)'}",
         f"allow rules:       {', '.join(map(str, policy.allow)) or '(none)'}",
@@ -187,43 +188,79 @@ def _add_demo(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _ps(args: argparse.Namespace) -> int:
-    from omnigent_agy.agy import running  # noqa: PLC0415 - as for doctor: psutil, libtmux
+    # Imported here, as for doctor: psutil, libtmux and httpx.
+    from omnigent_agy.agy import running, sweep  # noqa: PLC0415
+    from omnigent_agy.agy.keep import format_duration  # noqa: PLC0415
 
-    found = running.list_running()
-    if not found:
+    policy = load_config(_config_path(args)).keep
+    statuses = sweep.survey(policy)
+    idle = [agy for agy in running.list_running() if not agy.alive]
+    if not statuses and not idle:
         print("no agy is running for omnigent-agy")
-        return 0
+    for status in statuses:
+        print(status.describe())
     moment = running.now()
-    for agy in found:
-        print(agy.describe(moment))
+    for agy in idle:
+        record = agy.record
+        how = (
+            f"stopped {format_duration(moment - record.stopped_at)} ago: {record.stopped_reason}"
+            if record.stopped_at is not None
+            else f"not running (pid {agy.pid} is gone)"
+        )
+        resumes = f"; the next turn resumes conversation {agy.cascade_id}" if agy.cascade_id else ""
+        print(f"{agy.key}  {how}{resumes}")
+    print(f"limits: {policy.describe()} (`omnigent-agy stop --idle` applies them now)")
     return 0
 
 
 def _add_ps(subparsers: argparse._SubParsersAction[Any]) -> None:
-    parser = subparsers.add_parser("ps", help="list the agys kept running for conversations")
+    parser = subparsers.add_parser(
+        "ps", help="list the agys kept for conversations: idle time, memory, what stops them"
+    )
     parser.set_defaults(handler=_ps)
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from omnigent_agy.agy import running  # noqa: PLC0415 - as for doctor: psutil, libtmux
+    from omnigent_agy.agy import running, sweep  # noqa: PLC0415 - as for ps
 
-    found = running.list_running()
+    if args.idle:
+        if args.all or args.conversation:
+            print("omnigent-agy: --idle takes no conversations and no --all", file=sys.stderr)
+            return EXIT_USAGE
+        policy = load_config(_config_path(args)).keep
+        stopped = sweep.sweep(policy)
+        for status in stopped:
+            print(f"stopped {status.running.key}: {status.stop_reason}")
+        if not stopped:
+            print(f"no agy is due to stop ({policy.describe()})")
+        return 0
+    found = [agy for agy in running.list_running() if agy.alive]
+    known = {agy.key for agy in running.list_running()}
     chosen = found if args.all else [agy for agy in found if agy.key in set(args.conversation)]
-    unknown = set(args.conversation) - {agy.key for agy in found}
+    unknown = set(args.conversation) - known
     for key in sorted(unknown):
         print(f"omnigent-agy: no agy record for {key!r} (see `omnigent-agy ps`)", file=sys.stderr)
+    for key in sorted(set(args.conversation) & known - {agy.key for agy in chosen}):
+        print(f"{key} is not running")
     for agy in chosen:
-        running.stop_running(agy)
-        print(f"stopped {agy.key}" if agy.alive else f"forgot stale {agy.key}")
+        running.stop_running(agy, "stopped by `omnigent-agy stop`")
+        print(f"stopped {agy.key}")
     return EXIT_FAILED if unknown else 0
 
 
 def _add_stop(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
-        "stop", help="stop the agy of a conversation (or --all); the next turn starts a new one"
+        "stop",
+        help="stop the agy of a conversation (or --all, or --idle: what the limits say); "
+        "the next turn starts it again on the same conversation",
     )
     parser.add_argument("conversation", nargs="*", help="keys as `omnigent-agy ps` prints them")
     parser.add_argument("--all", action="store_true", help="stop every agy")
+    parser.add_argument(
+        "--idle",
+        action="store_true",
+        help="sweep now: stop the agys idle_stop_after, max_kept and gone workspaces say to",
+    )
     parser.set_defaults(handler=_stop)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pluggy
+from omnigent.debug_logging import debug_event
 from omnigent.inner.executor import (
     Executor,
     ExecutorConfig,
@@ -41,7 +42,7 @@ from omnigent_agy.onboarding.doctor import preflight
 from omnigent_agy.reading import events as ev
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
 from omnigent_agy.session.messages import MessageError, newest_user_message, user_message
-from omnigent_agy.session.turns import TurnResult
+from omnigent_agy.session.turns import AgyRestarted, TurnResult
 
 from .failures import executor_error_for, to_executor_error
 from .prompts import OmnigentPrompts
@@ -179,6 +180,7 @@ class AgyExecutor(Executor):
                     or DEFAULT_TMUX_SOCKET
                 ),
                 keep_agy_running=config.keep_agy_running,
+                keep=config.keep,
                 ready_timeout=_float_env(self._env, READY_TIMEOUT_ENV, 60.0),
                 preflight=lambda: preflight(config, self._env),
             )
@@ -274,6 +276,20 @@ class AgyExecutor(Executor):
             return SubAgentCompleted(child_key=event.child_cascade_id, ok=event.ok)
         if isinstance(event, TurnResult):
             return self._finish(event)
+        if isinstance(event, AgyRestarted):
+            # The transcript itself is unchanged (agy kept the history); the session's log
+            # says why agy had to be started again.
+            _logger.info(
+                "agy was restarted on conversation %s (the earlier agy ended: %s)",
+                event.cascade_id,
+                event.reason,
+                extra=debug_event(
+                    "agy_restarted",
+                    session_id=self._conversation_id(),
+                    cascade_id=event.cascade_id,
+                    reason=event.reason,
+                ),
+            )
         return None
 
     def _finish(self, result: TurnResult) -> ExecutorEvent:

@@ -7,6 +7,12 @@ in the conversation's state directory, and returns once agy is ready. :func:`rea
 respawned harness process find that agy again instead of starting a second one;
 :func:`ensure_agy` does whichever is needed.
 
+Coming back: an agy that was stopped (the sweep, ``omnigent-agy stop``, a crash) leaves its
+record with the conversation it was on, and :func:`ensure_agy` starts the next agy on that
+conversation (``--conversation <id>``): agy keeps the history itself, in its brain directory
+under the private ``--gemini_dir`` (WIRE.md §7), and the reader's durable cursor, kept in the
+same state directory, says what was published already.
+
 Readiness: agy spends 7-9 s on an account check after start and loses earlier input
 (WIRE.md §1). Turns go over RPC, so "ready" is: agy's own port (discovery) answers
 Heartbeat 200 with our token — agy-sim answers 503 until its check is done, and a
@@ -61,6 +67,9 @@ logger = logging.getLogger(__name__)
 
 type ReadyCheck = Callable[[RpcClient], Awaitable[bool]]
 
+# The flag that starts agy on a stored conversation. WIRE.md records the id being the brain
+# directory's (§7) but not the flag itself: agy-sim implements this name (docs/simulator.md).
+CONVERSATION_FLAG = "--conversation"
 # Variables that describe the harness's own terminal, not agy's (tmux sets its own).
 _TERMINAL_ENV = frozenset({"TMUX", "TMUX_PANE", "TERM", "TERM_PROGRAM", "COLUMNS", "LINES"})
 _PID_CLOCK_SLACK = 0.05  # seconds: create_time is reported with clock-tick precision
@@ -107,6 +116,9 @@ class AgyProcess:
     state_dir: SessionStateDir
     cascade_id: str | None = None
     follows_tui: bool = False
+    resumed_after: str | None = None
+    """Set when this agy was started again on a conversation an earlier agy had: why that
+    one ended (the stop reason in its record, or that it was gone)."""
 
     def client(self, *, timeout: float = 10.0) -> RpcClient:
         """A new RpcClient for this agy (one per event loop, DESIGN-NOTES §10)."""
@@ -135,7 +147,9 @@ def session_name(conversation_id: str) -> str:
     return f"agy-{state_key(conversation_id)}"
 
 
-def build_argv(spec: AgyLaunchSpec, *, csrf_token: str) -> list[str]:
+def build_argv(
+    spec: AgyLaunchSpec, *, csrf_token: str, conversation: str | None = None
+) -> list[str]:
     """agy's command line (WIRE.md §1 flags). Holds the token: never log it."""
     argv = [
         *spec.command,
@@ -145,6 +159,8 @@ def build_argv(spec: AgyLaunchSpec, *, csrf_token: str) -> list[str]:
         "--gemini_dir",
         str(spec.state_dir.gemini_dir),
     ]
+    if conversation:
+        argv += [CONVERSATION_FLAG, conversation]
     if spec.model:
         argv += ["--model", spec.model]
     return [*argv, *spec.extra_flags]
@@ -266,8 +282,10 @@ async def launch_agy(
     *,
     conversation_id: str,
     ready_check: ReadyCheck | None = None,
+    resume: AgyRecord | None = None,
 ) -> AgyProcess:
-    """Start agy for ``conversation_id`` and wait until it is ready (see the module doc)."""
+    """Start agy for ``conversation_id`` and wait until it is ready (see the module doc);
+    with ``resume`` (an earlier agy's record), on the conversation that agy was bound to."""
     name = session_name(conversation_id)
     existing = terminal_host.find(name)
     if existing is not None:
@@ -284,7 +302,7 @@ async def launch_agy(
     terminal = await asyncio.to_thread(
         terminal_host.start,
         name,
-        build_argv(spec, csrf_token=token),
+        build_argv(spec, csrf_token=token, conversation=resume.cascade_id if resume else None),
         cwd=spec.workspace,
         env=_agy_env(spec),
         private_dir=state.path,
@@ -300,6 +318,9 @@ async def launch_agy(
         tmux_socket=terminal_host.socket_name,
         tmux_session=name,
         log_file=str(state.log_file),
+        cascade_id=resume.cascade_id if resume else None,
+        follows_tui=resume.follows_tui if resume else False,
+        workspace=str(spec.workspace),
     )
     # Recorded before waiting, so a harness that dies now can still find and stop it.
     state.write_record(record)
@@ -319,7 +340,11 @@ async def launch_agy(
         state.clear_record()
         raise
     state.write_record(replace(record, port=port))
-    return AgyProcess(pid, port, token, state.log_file, terminal, state)
+    agy = AgyProcess(pid, port, token, state.log_file, terminal, state)
+    agy.cascade_id, agy.follows_tui = record.cascade_id, record.follows_tui
+    if resume is not None:
+        agy.resumed_after = resume.stopped_reason or "it was no longer running"
+    return agy
 
 
 async def reattach(
@@ -386,14 +411,27 @@ async def ensure_agy(
     conversation_id: str,
     ready_check: ReadyCheck | None = None,
 ) -> AgyProcess:
-    """Re-attach to the conversation's agy, or start one (stopping any unusable leftover)."""
+    """Re-attach to the conversation's agy, or start one (stopping any unusable leftover)
+    on the conversation the earlier agy was bound to, if any (see the module doc)."""
     found = await reattach(terminal_host, spec.state_dir)
     if found is not None:
         return found
+    earlier = spec.state_dir.read_record()
+    resume = earlier if earlier is not None and earlier.cascade_id else None
     leftover = terminal_host.find(session_name(conversation_id))
     if leftover is not None:
         await asyncio.to_thread(leftover.stop)
     spec.state_dir.clear_record()
+    if resume is not None:
+        logger.info(
+            "starting agy again on conversation %s (%s)",
+            resume.cascade_id,
+            resume.stopped_reason or "the earlier agy was gone",
+        )
     return await launch_agy(
-        terminal_host, spec, conversation_id=conversation_id, ready_check=ready_check
+        terminal_host,
+        spec,
+        conversation_id=conversation_id,
+        ready_check=ready_check,
+        resume=resume,
     )

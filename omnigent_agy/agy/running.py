@@ -2,8 +2,10 @@
 
 agy outlives harness processes on purpose (a respawned harness re-attaches, DESIGN-NOTES §4),
 so something must let a person see and end them. Every agy has a record in its conversation's
-private state directory; a record whose process is gone is reported as stale and cleaned up by
-`stop`.
+private state directory. Stopping one ends its tmux session and process (by pid, checked
+against the recorded start time) and keeps the record, marked stopped, with the conversation
+it was on: the next turn starts agy again on that conversation (``launcher.ensure_agy``).
+What to stop and when is ``sweep``'s business.
 """
 
 from __future__ import annotations
@@ -18,46 +20,61 @@ import psutil
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, StateDirError, default_state_base
 from omnigent_agy.agy.terminal import TerminalHost
 
+__all__ = ["RunningAgy", "list_running", "now", "stop_running"]
+
 
 @dataclass(frozen=True, slots=True)
 class RunningAgy:
-    """One conversation's agy as its record describes it (the token is not kept here)."""
+    """One conversation's agy as its record describes it (the record's token is not shown)."""
 
     key: str
     state_dir: Path
-    pid: int
-    port: int | None
-    cascade_id: str | None
-    tmux_socket: str
-    tmux_session: str
+    record: AgyRecord
     alive: bool
     started: float | None
 
-    def describe(self, now: float) -> str:
-        if not self.alive:
-            return f"{self.key}  stale (pid {self.pid} is gone)"
-        age = _age(now - self.started) if self.started else "?"
-        return (
-            f"{self.key}  pid {self.pid}  port {self.port}  up {age}  "
-            f"watch: tmux -L {self.tmux_socket} attach -t {self.tmux_session}"
-        )
+    @property
+    def pid(self) -> int:
+        return self.record.pid
 
+    @property
+    def port(self) -> int | None:
+        return self.record.port
 
-def _age(seconds: float) -> str:
-    minutes, _ = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
+    @property
+    def cascade_id(self) -> str | None:
+        return self.record.cascade_id
+
+    @property
+    def tmux_socket(self) -> str:
+        return self.record.tmux_socket
+
+    @property
+    def tmux_session(self) -> str:
+        return self.record.tmux_session
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped by omnigent-agy (not merely gone: a crash leaves no mark)."""
+        return self.record.stopped_at is not None and not self.alive
+
+    @property
+    def state(self) -> SessionStateDir:
+        return SessionStateDir(self.state_dir)
 
 
 def _alive(record: AgyRecord) -> tuple[bool, float | None]:
+    if record.stopped_at is not None:
+        return False, None
     try:
         process = psutil.Process(record.pid)
         created = process.create_time()
+        status = process.status()
     except psutil.Error:
         return False, None
     # A reused pid is not our agy (the record keeps the start time for this).
     same = abs(created - record.pid_create_time) < 1.0
-    return same and process.status() != psutil.STATUS_ZOMBIE, created
+    return same and status != psutil.STATUS_ZOMBIE, created
 
 
 def list_running(base: Path | None = None) -> list[RunningAgy]:
@@ -80,32 +97,29 @@ def _records(root: Path) -> Iterator[RunningAgy]:
             continue
         alive, started = _alive(record)
         yield RunningAgy(
-            key=directory.name,
-            state_dir=directory,
-            pid=record.pid,
-            port=record.port,
-            cascade_id=record.cascade_id,
-            tmux_socket=record.tmux_socket,
-            tmux_session=record.tmux_session,
-            alive=alive,
-            started=started,
+            key=directory.name, state_dir=directory, record=record, alive=alive, started=started
         )
 
 
-def stop_running(running: RunningAgy, *, timeout: float = 5.0) -> None:
-    """Stop that agy (its tmux session and process tree) and forget its record."""
+def stop_running(running: RunningAgy, reason: str, *, timeout: float = 5.0) -> None:
+    """Stop that agy (its tmux session and process tree); keep its record, marked stopped."""
     if running.alive:
         terminal = TerminalHost(socket_name=running.tmux_socket).find(running.tmux_session)
-        if terminal is not None:
+        if terminal is not None and terminal.pid == running.pid:
             terminal.stop(timeout=timeout)
         else:
-            _terminate(running.pid, timeout)
-    SessionStateDir(running.state_dir).clear_record()
+            _terminate(running.pid, running.record.pid_create_time, timeout)
+    state = running.state
+    record = state.read_record()
+    if record is not None and record.pid == running.pid and record.stopped_at is None:
+        state.write_record(record.as_stopped(reason, now()))
 
 
-def _terminate(pid: int, timeout: float) -> None:
+def _terminate(pid: int, create_time: float, timeout: float) -> None:
     try:
         process = psutil.Process(pid)
+        if abs(process.create_time() - create_time) >= 1.0:
+            return  # the pid now belongs to another process
         process.terminate()
         process.wait(timeout)
     except psutil.TimeoutExpired:

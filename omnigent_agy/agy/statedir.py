@@ -109,6 +109,12 @@ class AgyRecord:
     cascade_id: str | None = None
     follows_tui: bool = False
     """The bound cascade is the one agy's TUI shows, so a `/clear` typed there moves it."""
+    workspace: str | None = None
+    """agy's working directory: a sweep stops an agy whose workspace is gone."""
+    stopped_at: float | None = None
+    """When omnigent-agy stopped this agy (a sweep, `stop`); the record stays so the next
+    turn resumes the conversation (`cascade_id`). None while it runs."""
+    stopped_reason: str | None = None
 
     def to_json(self) -> str:
         """The record as the JSON stored on disk."""
@@ -131,6 +137,9 @@ class AgyRecord:
                 log_file=_typed(data, "log_file", str),
                 cascade_id=_optional(data, "cascade_id", str),
                 follows_tui=data.get("follows_tui") is True,
+                workspace=_optional(data, "workspace", str),
+                stopped_at=_optional(data, "stopped_at", float),
+                stopped_reason=_optional(data, "stopped_reason", str),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed agy record: {exc}") from exc
@@ -138,6 +147,10 @@ class AgyRecord:
     def with_cascade(self, cascade_id: str, *, follows_tui: bool = False) -> AgyRecord:
         """The same record bound to ``cascade_id`` (DESIGN-NOTES §4: bound once, persisted)."""
         return replace(self, cascade_id=cascade_id, follows_tui=follows_tui)
+
+    def as_stopped(self, reason: str, at: float) -> AgyRecord:
+        """The record of this agy once stopped: the token and port are of no use any more."""
+        return replace(self, csrf_token="", port=None, stopped_at=at, stopped_reason=reason)
 
 
 def _typed(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:

@@ -222,6 +222,15 @@ class AgyTerminal:
         except psutil.NoSuchProcess:
             return False
 
+    def attached_clients(self) -> int:
+        """How many tmux clients (people) are attached to this session now."""
+        try:
+            session = self.host.server.sessions.get(session_name=self.name, default=None)
+        except LibTmuxException:
+            return 0
+        attached = getattr(session, "session_attached", None) if session is not None else None
+        return int(attached) if attached and str(attached).isdigit() else 0
+
     def exit_status(self) -> int | None:
         """The exit status once the pane's process has exited and tmux knows it, else None.
 

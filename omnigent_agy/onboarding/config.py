@@ -1,4 +1,5 @@
-"""User configuration: the enable flag, the agy executable and the permission policy.
+"""User configuration: the enable flag, the agy executable, the permission policy and how
+long agy is kept running (the sweep's limits).
 
 Everything lives under ``harness.agy-cli`` in omnigent's own user config file
 (``~/.omnigent/config.yaml``, or ``$OMNIGENT_CONFIG_HOME/config.yaml`` as omnigent reads
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.interactions.hooks import HARNESS_ID
 from omnigent_agy.interactions.policy import (
     InvalidRuleError,
@@ -35,10 +37,22 @@ ENV_ENABLED = "OMNIGENT_AGY_CLI_ENABLED"
 # The same name omnigent derives for a harness binary override (OMNIGENT_<ID>_PATH).
 ENV_PATH = "OMNIGENT_AGY_CLI_PATH"
 ENV_CONFIG_HOME = "OMNIGENT_CONFIG_HOME"
+ENV_IDLE_STOP_AFTER = "OMNIGENT_AGY_CLI_IDLE_STOP_AFTER"
+ENV_MAX_KEPT = "OMNIGENT_AGY_CLI_MAX_KEPT"
 DEFAULT_EXECUTABLE = "agy"
 INSTALL_HINT = "curl -fsSL https://antigravity.google/cli/install.sh | bash"
 KEY = f"harness.{HARNESS_ID}"
-_KNOWN_KEYS = ("enabled", "command", "args", "keep_agy_running", "tmux_socket", "permissions")
+_KNOWN_KEYS = (
+    "enabled",
+    "command",
+    "args",
+    "keep_agy_running",
+    "idle_stop_after",
+    "max_kept",
+    "tmux_socket",
+    "permissions",
+)
+_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _TMUX_SOCKET = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _PERMISSION_KEYS = ("mode", "allow", "deny")
 
@@ -73,6 +87,8 @@ class AgyConfig:
     command: str | None = None
     args: tuple[str, ...] = ()
     keep_agy_running: bool = True
+    keep: KeepPolicy = field(default_factory=KeepPolicy)
+    """How long and how many idle agys are kept running (`idle_stop_after`, `max_kept`)."""
     tmux_socket: str | None = None
     """The tmux socket name (`tmux -L NAME`) agy runs under; None: the default."""
     permissions: PermissionPolicy = field(default_factory=PermissionPolicy)
@@ -139,6 +155,49 @@ def _env_flag(env: Mapping[str, str]) -> bool | None:
         "or unset it to use the config file",
         key=ENV_ENABLED,
     )
+
+
+def parse_duration(value: object, key: str) -> float | None:
+    """``30m``, ``2h``, ``1h30m``, ``90s`` → seconds; ``0`` → None (never)."""
+    text = str(value).strip() if isinstance(value, str | int) and value is not True else ""
+    if text == "0":
+        return None
+    match = _DURATION.fullmatch(text)
+    if not text or match is None:
+        raise ConfigError(
+            f"{key} must be a duration such as 30m, 2h or 1h30m (or 0 for never), not {value!r}",
+            key=key,
+        )
+    hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    return float(total) if total else None
+
+
+def _count(value: object, key: str) -> int | None:
+    """A whole number ≥ 0 (YAML int or env text); ``0`` → None (no cap)."""
+    text = value.strip() if isinstance(value, str) else value
+    if isinstance(text, str) and text.isdigit():
+        text = int(text)
+    if isinstance(text, bool) or not isinstance(text, int) or text < 0:
+        raise ConfigError(
+            f"{key} must be a whole number of agys (0 for no cap), not {value!r}", key=key
+        )
+    return text or None
+
+
+def _keep_policy(section: Mapping[str, object], env: Mapping[str, str]) -> KeepPolicy:
+    defaults = KeepPolicy()
+    idle: float | None = defaults.idle_stop_after
+    cap: int | None = defaults.max_kept
+    if "idle_stop_after" in section:
+        idle = parse_duration(section["idle_stop_after"], f"{KEY}.idle_stop_after")
+    if "max_kept" in section:
+        cap = _count(section["max_kept"], f"{KEY}.max_kept")
+    if env.get(ENV_IDLE_STOP_AFTER, "").strip():
+        idle = parse_duration(env[ENV_IDLE_STOP_AFTER], ENV_IDLE_STOP_AFTER)
+    if env.get(ENV_MAX_KEPT, "").strip():
+        cap = _count(env[ENV_MAX_KEPT], ENV_MAX_KEPT)
+    return KeepPolicy(idle_stop_after=idle, max_kept=cap)
 
 
 def _rules(permissions: Mapping[str, object], name: str) -> tuple[Rule, ...]:
@@ -220,6 +279,7 @@ def parse_config(
         command=command.strip() if command else None,
         args=tuple(args),
         keep_agy_running=_bool(section, "keep_agy_running", True),
+        keep=_keep_policy(section, env),
         tmux_socket=socket,
         permissions=_permissions(section),
     )

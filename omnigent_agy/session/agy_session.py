@@ -8,6 +8,10 @@ session's client — is its `AgyBinding` (`binding`).
   resends the whole history, DESIGN-NOTES §3), with the plan model resolved for this turn.
 - **Reading**: the reader's events arrive through a `HandoffSink` that each turn binds to its
   own event loop.
+- **Lifecycle**: a turn holds the conversation's activity lease (`agy.keep.TurnLease`), so
+  no sweep stops its agy meanwhile; the session keeps its process's sweeper running
+  (`agy.sweep`); a turn that finds its agy stopped starts it again on the same conversation
+  and says so first (`AgyRestarted`).
 - **Interactions** go to the `InteractionBridge` as tasks, so a person who never answers
   blocks nothing: interrupt denies what is pending and cancels the cascade.
 """
@@ -23,7 +27,9 @@ from typing import Final
 
 import pluggy
 
+from omnigent_agy.agy.keep import TurnLease
 from omnigent_agy.agy.launcher import AgyProcess
+from omnigent_agy.agy.sweep import acquire_sweeper
 from omnigent_agy.interactions.bridge import InteractionBridge
 from omnigent_agy.interactions.policy import PermissionPolicy
 from omnigent_agy.interactions.prompts import HostPrompts
@@ -47,7 +53,7 @@ from omnigent_agy.session.binding import (
     SessionSettings,
     untouched,
 )
-from omnigent_agy.session.turns import TurnEvent, TurnTally, with_instructions
+from omnigent_agy.session.turns import AgyRestarted, TurnEvent, TurnTally, with_instructions
 
 __all__ = ["AgySession", "PreflightError", "SessionError", "SessionSettings", "open_gates"]
 
@@ -90,6 +96,9 @@ class AgySession:
         self._pm = plugin_manager
         self._sink: HandoffSink[ReaderEvent | _BridgeFailed] = HandoffSink()
         self._binding = AgyBinding(settings, sink=self._sink, plugin_manager=plugin_manager)
+        self._lease = TurnLease(self._binding.state)
+        # Every harness process sweeps the kept agys at start and while it runs (agy.sweep).
+        self._sweeper = acquire_sweeper(settings.keep, settings.state_base)
         self._bridge: InteractionBridge | None = None
         self._bridge_tasks: set[asyncio.Task[object]] = set()
         self._interrupted = False
@@ -129,6 +138,7 @@ class AgySession:
         """Stop the reader and, unless configured to keep it, agy itself."""
         for task in list(self._bridge_tasks):
             task.cancel()
+        self._sweeper.release()
         await self._binding.close(stop_agy=stop_agy)
 
     # --- models ---------------------------------------------------------------------------
@@ -156,7 +166,30 @@ class AgySession:
         `instructions` (the agent's prompt) go in front of the first message of a conversation
         only: agy keeps its own history, so they stay with it for the turns after.
         """
+        # Declared before agy is even looked at: a sweep deciding now either sees the turn
+        # or has stopped agy already, and then ensure_started starts it again.
+        await asyncio.to_thread(self._lease.begin_turn)
+        try:
+            async for event in self._run_turn(
+                text, model=model, effort=effort, prompts=prompts, instructions=instructions
+            ):
+                yield event
+        finally:
+            await asyncio.to_thread(self._lease.end_turn)
+
+    async def _run_turn(
+        self,
+        text: str,
+        *,
+        model: str | None,
+        effort: str | None,
+        prompts: HostPrompts,
+        instructions: str | None,
+    ) -> AsyncIterator[TurnEvent]:
         agy = await self.ensure_started()
+        if agy.resumed_after is not None and agy.cascade_id is not None:
+            yield AgyRestarted(agy.cascade_id, agy.resumed_after)
+            agy.resumed_after = None
         resolved = await self.resolve_model(model, effort)
         await self._binding.follow_clear()
         cascade = agy.cascade_id

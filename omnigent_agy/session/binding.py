@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pluggy
 
+from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.agy.launcher import AgyLaunchSpec, AgyProcess, ensure_agy, reattach
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
@@ -75,6 +76,8 @@ class SessionSettings:
     state_base: Path | None = None
     tmux_socket: str = "omnigent-agy"
     keep_agy_running: bool = True
+    keep: KeepPolicy = field(default_factory=KeepPolicy)
+    """When the sweep stops kept agys (``harness.agy-cli.idle_stop_after``, ``max_kept``)."""
     ready_timeout: float = 60.0
     reader: ReaderSettings = field(default_factory=ReaderSettings)
     env: Mapping[str, str] = field(default_factory=dict)
@@ -152,6 +155,9 @@ class AgyBinding:
         client = await self.rpc()
         fresh_cascade = False
         if agy.cascade_id is None or not await self._cascade_known(client, agy.cascade_id):
+            if agy.resumed_after is not None:
+                _logger.warning("agy could not resume conversation %s", agy.cascade_id)
+                agy.resumed_after += f"; conversation {agy.cascade_id} could not be resumed"
             tui = await self._tui_cascade(client) if launched else None
             if tui is not None:
                 # The conversation agy's TUI shows: a person attached to the tmux session

@@ -35,7 +35,17 @@ class TurnResult:
     (CHECKPOINT steps) whose prompt says nothing about the conversation's window."""
 
 
-type TurnEvent = Event | TurnResult | ConversationRotated
+@dataclass(frozen=True, slots=True)
+class AgyRestarted:
+    """The conversation's agy had been stopped and was started again on the same
+    conversation for this turn (agy's own history; nothing is re-published). A host logs it."""
+
+    cascade_id: str
+    reason: str
+    """Why the earlier agy ended (e.g. the sweep's "idle 4h02m (limit 4h)")."""
+
+
+type TurnEvent = Event | TurnResult | ConversationRotated | AgyRestarted
 
 
 @dataclass(slots=True)

@@ -397,7 +397,7 @@ def test_the_agents_prompt_goes_in_front_of_the_first_message_only(
     assert second == "and again"
 
 
-def test_ps_lists_the_kept_agy_and_stop_ends_it(
+def test_ps_lists_the_kept_agy_and_stop_ends_it_until_the_next_turn(
     harness: HarnessServer, agy_env: dict[str, str]
 ) -> None:
     harness.turn("hello").until("response.completed")
@@ -414,11 +414,21 @@ def test_ps_lists_the_kept_agy_and_stop_ends_it(
     )
     assert f"stopped {harness.conversation_id}" in stopped.stdout
     assert not psutil.pid_exists(record.pid) or psutil.Process(record.pid).status() == "zombie"
-    assert agy_record(agy_env, harness.conversation_id) is None
+    kept = agy_record(agy_env, harness.conversation_id)
+    assert kept.stopped_reason == "stopped by `omnigent-agy stop`"
+    assert kept.csrf_token == ""
 
-    # The next turn starts a fresh agy for the conversation.
+    # The next turn starts agy again, on the same conversation with its history.
     harness.turn("hello again").until("response.completed")
-    assert agy_record(agy_env, harness.conversation_id).pid != record.pid
+    again = agy_record(agy_env, harness.conversation_id)
+    assert again.pid != record.pid
+    assert again.cascade_id == record.cascade_id
+    assert [
+        u["userInput"]["userResponse"] for u in user_inputs(agy_env, harness.conversation_id)
+    ] == [
+        "hello",
+        "hello again",
+    ]
 
 
 def test_stop_names_an_unknown_conversation(agy_env: dict[str, str]) -> None:

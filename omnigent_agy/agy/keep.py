@@ -1,0 +1,137 @@
+"""What keeps an agy running: the limits a sweep applies and the activity a harness declares.
+
+``KeepPolicy`` holds ``harness.agy-cli.idle_stop_after`` and ``max_kept`` (docs/configuration.md).
+
+A sweep may run in any harness process (or ``omnigent-agy stop --idle``), but only the
+harness process driving a conversation knows that a turn is under way — agy's own status
+shows it only once the message has reached agy. So that harness declares it in an
+*activity lease*, ``activity.json`` in the conversation's private state directory: who holds
+it (pid and start time), whether a turn runs, and when the conversation was last active.
+A lease whose holder is gone (a crashed harness) no longer counts as a running turn; its
+time of last activity still does. Deciding to stop an agy and starting a turn take the
+state directory's lock (``lifecycle.lock``, flock), so a sweep never stops an agy between
+a turn's start and agy seeing it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+import psutil
+
+from omnigent_agy.agy.statedir import SessionStateDir, write_private_file
+
+__all__ = [
+    "DEFAULT_IDLE_STOP_AFTER",
+    "DEFAULT_MAX_KEPT",
+    "Activity",
+    "KeepPolicy",
+    "TurnLease",
+    "format_duration",
+    "lifecycle_lock",
+    "read_activity",
+]
+
+DEFAULT_IDLE_STOP_AFTER: Final = 4 * 3600.0
+DEFAULT_MAX_KEPT: Final = 5
+_LEASE_FILE: Final = "activity.json"
+_LOCK_FILE: Final = "lifecycle.lock"
+_PID_CLOCK_SLACK: Final = 1.0  # seconds; create_time has clock-tick precision
+
+
+@dataclass(frozen=True, slots=True)
+class KeepPolicy:
+    """How long an idle agy is kept (None: forever) and how many idle ones (None: no cap)."""
+
+    idle_stop_after: float | None = DEFAULT_IDLE_STOP_AFTER
+    max_kept: int | None = DEFAULT_MAX_KEPT
+
+    def describe(self) -> str:
+        idle = format_duration(self.idle_stop_after) if self.idle_stop_after else "never"
+        cap = str(self.max_kept) if self.max_kept else "no cap"
+        return f"idle stop after {idle}, max kept {cap}"
+
+
+def format_duration(seconds: float) -> str:
+    """``4h05m``, ``12m``, ``40s``: what `ps` prints."""
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m" if minutes else f"{secs}s"
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """What the lease says, with a dead holder's turn no longer counted."""
+
+    turn_running: bool
+    last_active: float | None
+    holder_pid: int | None
+
+
+def read_activity(state: SessionStateDir) -> Activity:
+    """The conversation's lease (a missing or damaged one says nothing)."""
+    try:
+        data = json.loads((state.path / _LEASE_FILE).read_text(encoding="utf-8"))
+        pid, created = int(data["pid"]), float(data["pid_create_time"])
+        running, last = bool(data["turn_running"]), float(data["last_active"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return Activity(turn_running=False, last_active=None, holder_pid=None)
+    alive = _same_process(pid, created)
+    return Activity(turn_running=running and alive, last_active=last, holder_pid=pid)
+
+
+@contextlib.contextmanager
+def lifecycle_lock(state: SessionStateDir) -> Iterator[None]:
+    """Exclusive, between processes: a sweep's stop against a turn's start."""
+    fd = os.open(state.path / _LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+class TurnLease:
+    """This harness process's lease on one conversation (see the module doc)."""
+
+    def __init__(self, state: SessionStateDir) -> None:
+        self._state = state
+        self._pid = os.getpid()
+        self._created = psutil.Process(self._pid).create_time()
+
+    def begin_turn(self) -> None:
+        """Declare a turn (under the lock: a sweep deciding now sees it or stopped first)."""
+        with lifecycle_lock(self._state):
+            self._write(turn_running=True)
+
+    def end_turn(self) -> None:
+        self._write(turn_running=False)
+
+    def _write(self, *, turn_running: bool) -> None:
+        data = {
+            "pid": self._pid,
+            "pid_create_time": self._created,
+            "turn_running": turn_running,
+            "last_active": time.time(),
+        }
+        write_private_file(self._state.path / _LEASE_FILE, json.dumps(data) + "\n")
+
+
+def _same_process(pid: int, create_time: float) -> bool:
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return abs(process.create_time() - create_time) < _PID_CLOCK_SLACK
+    except psutil.Error:
+        return False

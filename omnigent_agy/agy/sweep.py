@@ -1,0 +1,331 @@
+"""The sweep: stop the agys nobody uses any more, keep the rest (docs/configuration.md).
+
+No daemon does this: every harness process sweeps the records under its state base when it
+starts and then periodically (``Sweeper``), and ``omnigent-agy stop --idle`` sweeps by hand.
+A sweep looks at every running agy of the base and decides, from what each one is doing:
+
+- **kept whatever the limits**: it belongs to another user; a turn runs (the harness's
+  activity lease, ``keep``, or agy's own cascade status RUNNING); a card waits (agy's
+  ``waitingSteps``, WIRE.md §3/§6); a person is attached to its tmux session (the last
+  one only keeps it from the idle limit and the cap);
+- **stopped at once**: its workspace is gone, or agy no longer knows the conversation the
+  record is bound to (GetConversationMetadata → 500 "trajectory not found", WIRE.md §3);
+- **stopped when idle too long**: no activity for ``idle_stop_after`` (the latest of agy's
+  start, the lease's last activity and agy's ``lastModifiedTime`` of the conversation);
+- **stopped over the cap**: beyond the ``max_kept`` most recently used running agys, the
+  idle ones.
+
+Stopping re-checks the lease under the state directory's lock, goes by tmux session and
+pid (``running.stop_running``) and keeps the record and private state: the next turn
+starts agy again on the same conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Final
+
+import psutil
+
+from omnigent_agy.agy.keep import KeepPolicy, format_duration, lifecycle_lock, read_activity
+from omnigent_agy.agy.running import RunningAgy, list_running, now, stop_running
+from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.rpc.client import RetryPolicy, RpcClient
+from omnigent_agy.rpc.errors import AgyError, RpcError
+
+__all__ = ["AgyStatus", "Sweeper", "acquire_sweeper", "survey", "sweep"]
+
+logger = logging.getLogger(__name__)
+
+_PROBE_TIMEOUT: Final = 3.0
+_RUNNING: Final = "CASCADE_RUN_STATUS_RUNNING"
+_MIN_INTERVAL: Final = 1.0
+_MAX_INTERVAL: Final = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class AgyStatus:
+    """One running agy as a sweep sees it."""
+
+    running: RunningAgy
+    rss: int | None
+    last_active: float | None
+    idle: float | None
+    kept_because: str | None
+    """Why no limit applies now (mid-turn, a waiting card, another user's, attached)."""
+    stop_reason: str | None
+    """Why the next sweep stops it; None when it is kept."""
+    idle_left: float | None
+    """Seconds of idleness left before the idle limit stops it (None: no limit applies)."""
+
+    def describe(self) -> str:
+        """One line of `omnigent-agy ps`."""
+        agy = self.running
+        parts = [agy.key, f"pid {agy.pid}", f"port {agy.port}"]
+        if agy.started:
+            parts.append(f"up {format_duration(now() - agy.started)}")
+        parts.append(f"idle {format_duration(self.idle)}" if self.idle is not None else "idle ?")
+        parts.append(f"rss {self.rss / 2**20:.0f} MB" if self.rss is not None else "rss ?")
+        if self.stop_reason is not None:
+            parts.append(f"stops at the next sweep: {self.stop_reason}")
+        elif self.kept_because is not None:
+            parts.append(f"kept: {self.kept_because}")
+        elif self.idle_left is not None:
+            parts.append(f"stops after {format_duration(self.idle_left)} more idle")
+        else:
+            parts.append("kept: no idle limit")
+        parts.append(f"watch: tmux -L {agy.tmux_socket} attach -t {agy.tmux_session}")
+        return "  ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class _AgyView:
+    """What agy itself says about the record's conversation."""
+
+    busy: str | None = None
+    last_modified: float | None = None
+    conversation_gone: bool = False
+
+
+def survey(policy: KeepPolicy, base: Path | None = None) -> list[AgyStatus]:
+    """Every running agy under ``base`` with what the next sweep does to it."""
+    agys = [agy for agy in list_running(base) if agy.alive]
+    views = asyncio.run(_views(agys)) if agys else []
+    moment = now()
+    judged = [_judge(agy, view, policy, moment) for agy, view in zip(agys, views, strict=True)]
+    return _apply_cap(judged, policy)
+
+
+def sweep(policy: KeepPolicy, base: Path | None = None) -> list[AgyStatus]:
+    """Stop what ``survey`` says is to be stopped; returns the ones stopped."""
+    stopped: list[AgyStatus] = []
+    for status in survey(policy, base):
+        reason = status.stop_reason
+        if reason is None:
+            continue
+        agy = status.running
+        with lifecycle_lock(agy.state):
+            if read_activity(agy.state).turn_running:
+                continue  # a turn began since the survey
+            logger.info("stopping the agy of %s (pid %s): %s", agy.key, agy.pid, reason)
+            stop_running(agy, reason)
+        stopped.append(status)
+    return stopped
+
+
+def _judge(agy: RunningAgy, view: _AgyView, policy: KeepPolicy, moment: float) -> AgyStatus:
+    activity = read_activity(agy.state)
+    times = [t for t in (agy.started, activity.last_active, view.last_modified) if t is not None]
+    last = max(times) if times else None
+    idle = max(0.0, moment - last) if last is not None else None
+    owner_ok, rss = _owner_and_rss(agy.pid)
+    busy = (
+        "another user's agy"
+        if not owner_ok
+        else "a turn is running"
+        if activity.turn_running
+        else view.busy
+    )
+    stop: str | None = None
+    if busy is None:
+        workspace = agy.record.workspace or _cwd(agy.pid)
+        if workspace is not None and not Path(workspace).is_dir():
+            stop = f"its workspace {workspace} is gone"
+        elif view.conversation_gone:
+            stop = f"agy no longer knows conversation {agy.cascade_id}"
+    if busy is None and stop is None and _attached(agy):
+        busy = "a person is attached to its tmux session"
+    limit = policy.idle_stop_after
+    left = None
+    if busy is None and stop is None and limit is not None and idle is not None:
+        left = limit - idle
+        if left <= 0:
+            stop = f"idle {format_duration(idle)} (limit {format_duration(limit)})"
+    return AgyStatus(agy, rss, last, idle, busy, stop, left)
+
+
+def _apply_cap(judged: list[AgyStatus], policy: KeepPolicy) -> list[AgyStatus]:
+    cap = policy.max_kept
+    if cap is None:
+        return judged
+    # Most recently used first; those already leaving do not take a place.
+    staying = [s for s in judged if s.stop_reason is None]
+    staying.sort(key=lambda s: s.last_active or 0.0, reverse=True)
+    over = {id(s) for s in staying[cap:] if s.kept_because is None}
+    reason = f"over max_kept {cap}: the least recently used idle agy"
+    return [
+        AgyStatus(s.running, s.rss, s.last_active, s.idle, s.kept_because, reason, s.idle_left)
+        if id(s) in over
+        else s
+        for s in judged
+    ]
+
+
+async def _views(agys: Sequence[RunningAgy]) -> list[_AgyView]:
+    return list(await asyncio.gather(*(_view(agy) for agy in agys)))
+
+
+async def _view(agy: RunningAgy) -> _AgyView:
+    record = agy.record
+    if record.port is None:
+        return _AgyView()
+    retry = RetryPolicy(attempts=1, deadline=_PROBE_TIMEOUT)
+    try:
+        async with RpcClient(
+            port=record.port, csrf_token=record.csrf_token, timeout=_PROBE_TIMEOUT, retry=retry
+        ) as client:
+            try:
+                if record.cascade_id:
+                    await client.get_conversation_metadata(record.cascade_id)
+            except RpcError as exc:
+                if exc.http_status == 500 and "not found" in exc.message:
+                    return _AgyView(conversation_gone=True)
+                raise
+            summaries = (await client.get_all_cascade_trajectories()).get("trajectorySummaries")
+    except (RpcError, AgyError) as exc:
+        # Unreachable is not idle proof either way: the lease and the start time decide.
+        logger.debug("could not ask the agy of %s: %s", agy.key, exc)
+        return _AgyView()
+    return _summarise(record.cascade_id, summaries if isinstance(summaries, dict) else {})
+
+
+def _summarise(cascade_id: str | None, summaries: dict[str, object]) -> _AgyView:
+    """Busy or not, and the latest change, over the conversation and its sub-agents (over
+    every conversation while none is bound yet)."""
+    busy: str | None = None
+    latest: float | None = None
+    for key, value in summaries.items():
+        summary = value if isinstance(value, dict) else {}
+        meta = summary.get("trajectoryMetadata")
+        root = meta.get("rootConversationId") if isinstance(meta, dict) else None
+        if cascade_id is not None and cascade_id not in (key, root):
+            continue
+        if summary.get("waitingSteps"):
+            busy = "a card is waiting for an answer"
+        elif summary.get("status") == _RUNNING and busy is None:
+            busy = "agy is running a turn"
+        changed = _timestamp(summary.get("lastModifiedTime"))
+        if changed is not None and (latest is None or changed > latest):
+            latest = changed
+    return _AgyView(busy=busy, last_modified=latest)
+
+
+def _timestamp(value: object) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    with contextlib.suppress(ValueError):
+        # agy's RFC 3339 carries nanoseconds; fromisoformat takes at most microseconds.
+        head, dot, tail = value.partition(".")
+        if dot:
+            digits = "".join(c for c in tail if c.isdigit())
+            zone = tail[len(digits) :]
+            value = f"{head}.{digits[:6]}{zone}"
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return None
+
+
+def _owner_and_rss(pid: int) -> tuple[bool, int | None]:
+    """Whether the agy is this user's, and the memory its process tree holds."""
+    try:
+        process = psutil.Process(pid)
+        if process.uids().real != os.getuid():
+            return False, None
+        tree = [process, *process.children(recursive=True)]
+    except psutil.Error:
+        return True, None
+    total = 0
+    for member in tree:
+        with contextlib.suppress(psutil.Error):
+            total += member.memory_info().rss
+    return True, total
+
+
+def _cwd(pid: int) -> str | None:
+    try:
+        return psutil.Process(pid).cwd()
+    except psutil.Error:
+        return None
+
+
+def _attached(agy: RunningAgy) -> bool:
+    try:
+        host = TerminalHost(socket_name=agy.tmux_socket)
+        terminal = host.find(agy.tmux_session)
+        return terminal is not None and terminal.attached_clients() > 0
+    except Exception:  # a tmux that cannot answer proves nothing; the other checks decide
+        logger.debug("could not ask tmux about %s", agy.tmux_session, exc_info=True)
+        return False
+
+
+class Sweeper:
+    """Sweeps one state base at start and then every ``interval`` seconds, in a thread."""
+
+    def __init__(self, policy: KeepPolicy, base: Path | None) -> None:
+        self.policy = policy
+        self.base = base
+        idle = policy.idle_stop_after
+        # Often enough to stop an agy soon after its limit, never more than every 10 min.
+        self.interval = min(max((idle or _MAX_INTERVAL) / 4, _MIN_INTERVAL), _MAX_INTERVAL)
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="omnigent-agy sweep", daemon=True)
+        self.users = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._wake.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                sweep(self.policy, self.base)
+            except Exception:  # the next round tries again; a sweep must not end the harness
+                logger.exception("sweeping the kept agys failed")
+            if self._wake.wait(self.interval):
+                return
+
+
+_sweepers: dict[tuple[Path | None, KeepPolicy], Sweeper] = {}
+_sweepers_lock = threading.Lock()
+
+
+@dataclass(slots=True)
+class SweeperLease:
+    """A session's use of its process's sweeper; ``release`` stops it with the last user."""
+
+    key: tuple[Path | None, KeepPolicy]
+    released: bool = False
+
+    def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        with _sweepers_lock:
+            sweeper = _sweepers[self.key]
+            sweeper.users -= 1
+            if sweeper.users:
+                return
+            del _sweepers[self.key]
+        sweeper.stop()
+
+
+def acquire_sweeper(policy: KeepPolicy, base: Path | None) -> SweeperLease:
+    """The process's sweeper for ``base`` (started on first use: the sweep at start)."""
+    key = (base, policy)
+    with _sweepers_lock:
+        sweeper = _sweepers.get(key)
+        if sweeper is None:
+            sweeper = _sweepers[key] = Sweeper(policy, base)
+            sweeper.start()
+        sweeper.users += 1
+    return SweeperLease(key)

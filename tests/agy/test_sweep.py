@@ -1,0 +1,300 @@
+"""The sweep against real agy-sim processes in a private tmux server, with short limits.
+
+Each agy is launched by the launcher exactly as a harness would; the sweep is the one every
+harness process and `omnigent-agy stop --idle` run. Nothing here waits a fixed time: every
+wait is for a condition (the agy reaching its idle limit, a step becoming WAITING).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from simproc import AGY_SIM, FAST, wait_exited, wait_for
+
+from omnigent_agy.agy.keep import KeepPolicy, TurnLease, read_activity
+from omnigent_agy.agy.launcher import AgyLaunchSpec, AgyProcess, launch_agy
+from omnigent_agy.agy.statedir import SessionStateDir
+from omnigent_agy.agy.sweep import AgyStatus, survey, sweep
+from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.simulator.catalog import DEFAULT_MODEL_ENUM
+
+pytestmark = pytest.mark.tmux
+
+NO_LIMITS = KeepPolicy(idle_stop_after=None, max_kept=None)
+
+
+class Agys:
+    """Launches agy-sim for conversations under one state base and tmux socket."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.base = tmp_path / "state"
+        self.tmp = tmp_path
+        self.terminals = TerminalHost(socket_name=f"agy-sweep-{uuid.uuid4().hex[:10]}")
+
+    def launch(self, conversation: str, *flags: str, workspace: Path | None = None) -> AgyProcess:
+        if workspace is None:
+            workspace = self.tmp / f"ws-{conversation}"
+            workspace.mkdir()
+        spec = AgyLaunchSpec(
+            command=(str(AGY_SIM), *FAST, *flags),
+            workspace=workspace,
+            state_dir=SessionStateDir.open(conversation, base=self.base),
+            ready_timeout=30.0,
+        )
+
+        async def go() -> AgyProcess:
+            agy = await launch_agy(self.terminals, spec, conversation_id=conversation)
+            async with agy.client() as client:
+                agy.bind_cascade(await client.start_cascade())
+            return agy
+
+        return asyncio.run(go())
+
+    def status(self, policy: KeepPolicy, key: str) -> AgyStatus | None:
+        return next((s for s in survey(policy, self.base) if s.running.key == key), None)
+
+
+@pytest.fixture
+def agys(tmp_path: Path) -> Iterator[Agys]:
+    launched = Agys(tmp_path)
+    try:
+        yield launched
+    finally:
+        launched.terminals.kill_server()
+
+
+def send(agy: AgyProcess, text: str) -> None:
+    async def go() -> None:
+        async with agy.client() as client:
+            assert agy.cascade_id is not None
+            await client.send_user_cascade_message(
+                agy.cascade_id, text, plan_model=DEFAULT_MODEL_ENUM
+            )
+
+    asyncio.run(go())
+
+
+def summary(agy: AgyProcess) -> dict[str, object]:
+    async def go() -> dict[str, object]:
+        async with agy.client() as client:
+            reply = await client.get_all_cascade_trajectories()
+        return dict(reply["trajectorySummaries"][agy.cascade_id])
+
+    return asyncio.run(go())
+
+
+def assert_stopped(agy: AgyProcess, reason_pattern: str) -> None:
+    with contextlib.suppress(psutil.NoSuchProcess):  # gone already: the stop waited for it
+        wait_exited(psutil.Process(agy.pid))
+    assert agy.terminal.host.find(agy.terminal.name) is None, "its tmux session is gone"
+    record = agy.state_dir.read_record()
+    assert record is not None, "the record stays so the conversation can come back"
+    assert record.cascade_id == agy.cascade_id
+    assert record.stopped_reason is not None
+    assert re.search(reason_pattern, record.stopped_reason), record.stopped_reason
+    assert record.csrf_token == ""
+    assert agy.state_dir.gemini_dir.is_dir(), "the private state stays"
+
+
+def test_an_idle_agy_is_stopped_after_its_limit(agys: Agys) -> None:
+    agy = agys.launch("idle")
+    policy = KeepPolicy(idle_stop_after=5.0, max_kept=None)
+    fresh = agys.status(policy, "idle")
+    assert fresh is not None
+    assert fresh.stop_reason is None
+    assert fresh.idle_left is not None
+    assert 0 < fresh.idle_left <= 5.0
+    assert sweep(policy, agys.base) == []
+    assert agy.terminal.is_alive()
+
+    wait_for(lambda: (s := agys.status(policy, "idle")) and s.stop_reason, "the idle limit")
+    stopped = sweep(policy, agys.base)
+    assert [s.running.key for s in stopped] == ["idle"]
+    assert_stopped(agy, r"^idle \S+ \(limit 5s\)$")
+    assert survey(policy, agys.base) == [], "a stopped agy is not swept again"
+
+
+def test_a_waiting_card_keeps_agy_past_its_limit(agys: Agys) -> None:
+    agy = agys.launch("card")
+    send(agy, "run: pytest -q")
+    wait_for(lambda: summary(agy).get("waitingSteps"), "the permission card")
+    policy = KeepPolicy(idle_stop_after=1.0, max_kept=None)
+    # Long enough past the limit that only the card can keep it.
+    status = wait_for(
+        lambda: (s := agys.status(policy, "card")) and s.idle is not None and s.idle > 1.5 and s,
+        "idleness past the limit",
+    )
+    assert status.kept_because == "a card is waiting for an answer"
+    assert status.stop_reason is None
+    assert sweep(policy, agys.base) == []
+    assert agy.terminal.is_alive()
+
+
+def test_a_running_turn_keeps_agy_past_its_limit(agys: Agys) -> None:
+    # 120 chunks every 0.5 s: agy stays RUNNING for a minute, changing its steps all along.
+    agy = agys.launch("busy", "--sim-long-token-delay", "0.5")
+    send(agy, "a long answer please")
+    wait_for(lambda: summary(agy).get("status") == "CASCADE_RUN_STATUS_RUNNING", "the turn")
+    status = agys.status(KeepPolicy(idle_stop_after=1.0, max_kept=1), "busy")
+    assert status is not None
+    assert status.kept_because == "agy is running a turn"
+    # Even a limit shorter than any idleness, with no cap room left, does not stop it.
+    assert sweep(KeepPolicy(idle_stop_after=1.0, max_kept=1), agys.base) == []
+    assert agy.terminal.is_alive()
+
+
+def test_a_harness_lease_keeps_agy_and_a_crashed_one_does_not(agys: Agys) -> None:
+    agy = agys.launch("leased")
+    policy = KeepPolicy(idle_stop_after=1.0, max_kept=None)
+    lease = TurnLease(agy.state_dir)
+    lease.begin_turn()  # this test process is the harness whose turn is starting
+    status = wait_for(
+        lambda: (s := agys.status(policy, "leased")) and s.idle is not None and s.idle > 1.5 and s,
+        "idleness past the limit",
+    )
+    assert status.kept_because == "a turn is running"
+    assert sweep(policy, agys.base) == []
+
+    # A harness that dies mid-turn leaves its lease saying "turn running": it no longer counts.
+    script = (
+        "import os, sys\n"
+        "from omnigent_agy.agy.keep import TurnLease\n"
+        "from pathlib import Path\n"
+        "from omnigent_agy.agy.statedir import SessionStateDir\n"
+        "TurnLease(SessionStateDir.open('leased', base=Path(sys.argv[1]))).begin_turn()\n"
+        "os._exit(3)\n"
+    )
+    crashed = subprocess.run([sys.executable, "-c", script, str(agys.base)], check=False)
+    assert crashed.returncode == 3
+    assert read_activity(agy.state_dir).holder_pid not in (None, os.getpid())
+    assert read_activity(agy.state_dir).turn_running is False
+    wait_for(lambda: (s := agys.status(policy, "leased")) and s.stop_reason, "the idle limit")
+    assert [s.running.key for s in sweep(policy, agys.base)] == ["leased"]
+    assert_stopped(agy, r"^idle ")
+
+
+def test_the_cap_stops_the_least_recently_used(agys: Agys) -> None:
+    first, second, third = (agys.launch(name) for name in ("first", "second", "third"))
+    # Used after they all started, newest last: third is the least recently used, then first.
+    for agy in (third, first, second):
+        lease = TurnLease(agy.state_dir)
+        lease.begin_turn()
+        lease.end_turn()
+    policy = KeepPolicy(idle_stop_after=None, max_kept=1)
+    statuses = {s.running.key: s for s in survey(policy, agys.base)}
+    assert statuses["second"].stop_reason is None
+    assert "max_kept 1" in str(statuses["first"].stop_reason)
+    assert "max_kept 1" in str(statuses["third"].stop_reason)
+
+    assert sorted(s.running.key for s in sweep(policy, agys.base)) == ["first", "third"]
+    assert_stopped(first, r"least recently used")
+    assert_stopped(third, r"least recently used")
+    assert second.terminal.is_alive()
+    assert sweep(policy, agys.base) == [], "one kept agy is within the cap"
+
+
+def test_an_agy_whose_workspace_was_deleted_is_stopped(agys: Agys) -> None:
+    workspace = agys.tmp / "doomed"
+    workspace.mkdir()
+    agy = agys.launch("doomed", workspace=workspace)
+    kept = agys.launch("kept")
+    assert sweep(NO_LIMITS, agys.base) == []
+    shutil.rmtree(workspace)
+    assert [s.running.key for s in sweep(NO_LIMITS, agys.base)] == ["doomed"]
+    assert_stopped(agy, f"workspace {re.escape(str(workspace))} is gone")
+    assert kept.terminal.is_alive()
+
+
+def test_an_agy_that_lost_its_conversation_is_stopped(agys: Agys) -> None:
+    agy = agys.launch("lost")
+    assert sweep(NO_LIMITS, agys.base) == []
+    # The record now names a conversation this agy does not know (500 "trajectory not found").
+    agy.bind_cascade(str(uuid.uuid4()))
+    assert [s.running.key for s in sweep(NO_LIMITS, agys.base)] == ["lost"]
+    assert_stopped(agy, "no longer knows conversation")
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="needs script(1) to give tmux a pty")
+def test_a_person_attached_keeps_agy_from_the_idle_limit(agys: Agys) -> None:
+    agy = agys.launch("watched")
+    attach = f"tmux -L {agys.terminals.socket_name} attach -t {agy.terminal.name}"
+    person = subprocess.Popen(
+        ["script", "-qfc", attach, os.devnull],
+        env={k: v for k, v in os.environ.items() if k != "TMUX"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: agy.terminal.attached_clients() > 0, "the person to attach")
+        policy = KeepPolicy(idle_stop_after=1.0, max_kept=None)
+        status = wait_for(
+            lambda: (s := agys.status(policy, "watched")) and (s.idle or 0) > 1.5 and s,
+            "idleness past the limit",
+        )
+        assert status.kept_because == "a person is attached to its tmux session"
+        assert sweep(policy, agys.base) == []
+    finally:
+        person.kill()
+        person.wait(10)
+        assert person.stdin is not None
+        person.stdin.close()
+    wait_for(lambda: agy.terminal.attached_clients() == 0, "the person to leave")
+    assert [s.running.key for s in sweep(policy, agys.base)] == ["watched"]
+
+
+def test_ps_shows_idle_time_memory_and_what_stops_each_agy(
+    agys: Agys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agy = agys.launch("shown")
+    monkeypatch.setenv("OMNIGENT_AGY_STATE_DIR", str(agys.base))
+    monkeypatch.setenv("OMNIGENT_CONFIG_HOME", str(agys.tmp / "omnigent"))
+    monkeypatch.setenv("OMNIGENT_AGY_CLI_IDLE_STOP_AFTER", "2h")
+    monkeypatch.setenv("OMNIGENT_AGY_CLI_MAX_KEPT", "3")
+    cli = str(Path(sys.executable).with_name("omnigent-agy"))
+    listed = subprocess.run([cli, "ps"], capture_output=True, text=True, check=True, timeout=60)
+    line = next(line for line in listed.stdout.splitlines() if line.startswith("shown "))
+    assert f"pid {agy.pid}" in line
+    rss = re.search(r"rss (\d+) MB", line)
+    assert rss is not None
+    tree = [psutil.Process(agy.pid), *psutil.Process(agy.pid).children(recursive=True)]
+    actual = sum(p.memory_info().rss for p in tree) / 2**20
+    assert 0.5 * actual <= int(rss.group(1)) <= 2 * actual
+    idle = re.search(r"idle \d+[sm]  ", line)
+    assert idle is not None
+    assert re.search(r"stops after 1h5\dm more idle", line)
+    assert "limits: idle stop after 2h00m, max kept 3" in listed.stdout
+    assert agy.csrf_token not in listed.stdout
+
+    stopped = subprocess.run(
+        [cli, "stop", "shown"], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "stopped shown" in stopped.stdout
+    listed = subprocess.run([cli, "ps"], capture_output=True, text=True, check=True, timeout=60)
+    assert re.search(
+        rf"shown  stopped \d+s ago: stopped by `omnigent-agy stop`; the next turn resumes "
+        rf"conversation {agy.cascade_id}",
+        listed.stdout,
+    ), listed.stdout
+
+
+def test_invalid_limits_are_config_errors_naming_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMNIGENT_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("OMNIGENT_AGY_CLI_MAX_KEPT", "lots")
+    cli = str(Path(sys.executable).with_name("omnigent-agy"))
+    result = subprocess.run([cli, "ps"], capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == 2
+    assert "OMNIGENT_AGY_CLI_MAX_KEPT must be a whole number" in result.stderr
