@@ -46,6 +46,24 @@ def wait_for[T](probe: Callable[[], T | None], what: str, timeout: float = 20.0)
         time.sleep(0.05)
 
 
+def harness_env(tmp_path: Path, socket_name: str) -> dict[str, str]:
+    """The environment a runner would give a harness process, pointed at agy-sim: config,
+    state and a workspace (with a README) under ``tmp_path``, agy in tmux server ``socket_name``.
+    """
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "README.md").write_text("# demo project\n")
+    return {
+        "OMNIGENT_CONFIG_HOME": str(tmp_path / "omnigent"),
+        "OMNIGENT_AGY_CLI_PATH": str(AGY_SIM),
+        "OMNIGENT_AGY_STATE_DIR": str(tmp_path / "state"),
+        "OMNIGENT_AGY_TMUX_SOCKET": socket_name,
+        "HARNESS_AGY_CLI_CWD": str(workspace),
+        "AGY_SIM_STARTUP_DELAY": "0.3",
+        "AGY_SIM_TOKEN_DELAY": "0.005",
+    }
+
+
 def wait_exited(process: psutil.Process, timeout: float = 15.0) -> None:
     """Until ``process`` has exited (a zombie its tmux parent has not reaped yet counts)."""
 

@@ -22,7 +22,7 @@ import psutil
 import pytest
 from omnigent.community.harness.agy.app import create_app
 from omnigent.community.harness.agy.local import HarnessServer, Turn
-from simproc import AGY_SIM, wait_for
+from simproc import AGY_SIM, harness_env, wait_for
 
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
@@ -35,19 +35,7 @@ pytestmark = pytest.mark.tmux
 def agy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """The environment a runner would give the harness, pointed at agy-sim."""
     socket_name = f"agy-harness-{uuid.uuid4().hex[:10]}"
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    (workspace / "README.md").write_text("# demo project\n")
-    values = {
-        "OMNIGENT_CONFIG_HOME": str(tmp_path / "omnigent"),
-        "OMNIGENT_AGY_CLI_PATH": str(AGY_SIM),
-        "OMNIGENT_AGY_STATE_DIR": str(tmp_path / "state"),
-        "OMNIGENT_AGY_TMUX_SOCKET": socket_name,
-        "HARNESS_AGY_CLI_CWD": str(workspace),
-        "AGY_SIM_STARTUP_DELAY": "0.3",
-        "AGY_SIM_TOKEN_DELAY": "0.005",
-        "AGY_SIM_DEBUG_RPC": "1",
-    }
+    values = {**harness_env(tmp_path, socket_name), "AGY_SIM_DEBUG_RPC": "1"}
     for key, value in values.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)

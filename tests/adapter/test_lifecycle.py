@@ -19,7 +19,7 @@ import psutil
 import pytest
 from omnigent.community.harness.agy.app import create_app
 from omnigent.community.harness.agy.local import HarnessServer
-from simproc import AGY_SIM, wait_for
+from simproc import harness_env, wait_for
 
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
@@ -32,24 +32,12 @@ pytestmark = pytest.mark.tmux
 def short_lived_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A harness environment pointed at agy-sim whose agys are stopped after 3 s idle."""
     socket_name = f"agy-life-{uuid.uuid4().hex[:10]}"
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    state = tmp_path / "state"
-    values = {
-        "OMNIGENT_CONFIG_HOME": str(tmp_path / "omnigent"),
-        "OMNIGENT_AGY_CLI_PATH": str(AGY_SIM),
-        "OMNIGENT_AGY_STATE_DIR": str(state),
-        "OMNIGENT_AGY_TMUX_SOCKET": socket_name,
-        "HARNESS_AGY_CLI_CWD": str(workspace),
-        "AGY_SIM_STARTUP_DELAY": "0.3",
-        "AGY_SIM_TOKEN_DELAY": "0.005",
-        "OMNIGENT_AGY_CLI_IDLE_STOP_AFTER": "3s",
-    }
+    values = {**harness_env(tmp_path, socket_name), "OMNIGENT_AGY_CLI_IDLE_STOP_AFTER": "3s"}
     for key, value in values.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
     try:
-        yield state
+        yield Path(values["OMNIGENT_AGY_STATE_DIR"])
     finally:
         TerminalHost(socket_name=socket_name).kill_server()
 

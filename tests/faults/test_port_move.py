@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from omnigent.community.harness.agy.app import create_app
 from omnigent.community.harness.agy.local import HarnessServer
-from simproc import AGY_SIM, wait_for
+from simproc import harness_env, wait_for
 
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
@@ -81,20 +81,9 @@ class MovableAgy:
 @pytest.fixture
 def movable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MovableAgy]:
     socket_name = f"agy-move-{uuid.uuid4().hex[:10]}"
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
     faults = tmp_path / "faults.json"
     faults.write_text(json.dumps({"restart": 0, "faults": []}))
-    values = {
-        "OMNIGENT_CONFIG_HOME": str(tmp_path / "omnigent"),
-        "OMNIGENT_AGY_CLI_PATH": str(AGY_SIM),
-        "OMNIGENT_AGY_STATE_DIR": str(tmp_path / "state"),
-        "OMNIGENT_AGY_TMUX_SOCKET": socket_name,
-        "HARNESS_AGY_CLI_CWD": str(workspace),
-        "AGY_SIM_STARTUP_DELAY": "0.3",
-        "AGY_SIM_TOKEN_DELAY": "0.005",
-        "AGY_SIM_FAULTS": str(faults),
-    }
+    values = {**harness_env(tmp_path, socket_name), "AGY_SIM_FAULTS": str(faults)}
     for key, value in values.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
