@@ -278,7 +278,9 @@ def test_ready_check_gates_readiness(tmux_host: TerminalHost, tmp_path: Path) ->
         calls.append(1)
         return False
 
-    spec = _spec(tmp_path, ready_timeout=1.0)
+    # Long enough for the fake agy to open its port on a loaded machine: the check must
+    # see the port answer and still refuse, or the error is the other timeout.
+    spec = _spec(tmp_path, ready_timeout=5.0)
     with pytest.raises(PortNeverOpenedError, match="readiness check never passed"):
         _run(lambda: launch_agy(tmux_host, spec, conversation_id=CONVERSATION, ready_check=never))
     assert calls
