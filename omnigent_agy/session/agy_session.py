@@ -205,7 +205,10 @@ class AgySession:
             if stale:
                 # Steps between omnigent turns (someone typing in agy's TUI) are not part of
                 # this turn; the reader has recorded them, omnigent never asked for them.
-                _logger.info("skipping %d events that arrived between turns", len(stale))
+                kinds = ", ".join(sorted({type(event).__name__ for event in stale}))
+                _logger.info(
+                    "skipping %d events that arrived between turns (%s)", len(stale), kinds
+                )
             for gate in open_gates(stale):
                 # ...except a gate still open: agy waits on it (e.g. a harness restarted while
                 # its card was shown), so it is asked again; a stale one resolves as gone.

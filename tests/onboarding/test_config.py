@@ -11,15 +11,19 @@ from pathlib import Path
 import pytest
 import yaml
 
+from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.interactions.policy import PermissionMode, parse_rule
 from omnigent_agy.onboarding.config import (
     ENV_ENABLED,
+    ENV_IDLE_STOP_AFTER,
+    ENV_MAX_KEPT,
     ENV_PATH,
     AgyConfig,
     AgyNotFoundError,
     ConfigError,
     default_config_path,
     load_config,
+    parse_config,
     resolve_executable,
     set_enabled,
 )
@@ -293,3 +297,70 @@ def test_tmux_socket_names_the_socket(config_file: Path) -> None:
     assert load_config(config_file, env=NO_ENV).tmux_socket == "agy-work.1"
     write(config_file, "harness:\n  agy-cli: {enabled: true}\n")
     assert load_config(config_file, env=NO_ENV).tmux_socket is None
+
+
+# -- how long agy is kept ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("30m", 1800.0),
+        ("2h", 7200.0),
+        ("1h30m", 5400.0),
+        ("90s", 90.0),
+        ("1h0m5s", 3605.0),
+        ("0", None),
+        ("0m", None),
+        (0, None),
+    ],
+)
+def test_idle_stop_after_takes_durations(config_file: Path, text: object, seconds: float) -> None:
+    document = {"harness": {"agy-cli": {"idle_stop_after": text}}}
+    config = parse_config(document, path=config_file, env=NO_ENV)
+    assert config.keep.idle_stop_after == seconds
+
+
+@pytest.mark.parametrize("text", ["30", 30, "2 h", "1.5h", "-1h", "30min", "h", "", True, [1]])
+def test_a_bad_idle_limit_names_the_key(config_file: Path, text: object) -> None:
+    document = {"harness": {"agy-cli": {"idle_stop_after": text}}}
+    with pytest.raises(ConfigError, match=r"harness\.agy-cli\.idle_stop_after must be a duration"):
+        parse_config(document, path=config_file, env=NO_ENV)
+
+
+@pytest.mark.parametrize(("value", "cap"), [(3, 3), ("7", 7), (0, None)])
+def test_max_kept_takes_a_count(config_file: Path, value: object, cap: int | None) -> None:
+    document = {"harness": {"agy-cli": {"max_kept": value}}}
+    assert parse_config(document, path=config_file, env=NO_ENV).keep.max_kept == cap
+
+
+@pytest.mark.parametrize("value", [-1, "many", 2.5, True, None])
+def test_a_bad_cap_names_the_key(config_file: Path, value: object) -> None:
+    document = {"harness": {"agy-cli": {"max_kept": value}}}
+    with pytest.raises(ConfigError, match=r"harness\.agy-cli\.max_kept must be a whole number"):
+        parse_config(document, path=config_file, env=NO_ENV)
+
+
+def test_keep_limits_default_and_yield_to_the_environment(config_file: Path) -> None:
+    assert parse_config({}, path=config_file, env=NO_ENV).keep == KeepPolicy()
+    assert KeepPolicy().idle_stop_after == 4 * 3600
+    assert KeepPolicy().max_kept == 5
+    document = {"harness": {"agy-cli": {"idle_stop_after": "2h", "max_kept": 2}}}
+    env = {ENV_IDLE_STOP_AFTER: "5m", ENV_MAX_KEPT: "0"}
+    keep = parse_config(document, path=config_file, env=env).keep
+    assert keep == KeepPolicy(idle_stop_after=300.0, max_kept=None)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        (ENV_IDLE_STOP_AFTER, "soon", "OMNIGENT_AGY_CLI_IDLE_STOP_AFTER must be a duration"),
+        (ENV_MAX_KEPT, "-2", "OMNIGENT_AGY_CLI_MAX_KEPT must be a whole number"),
+    ],
+)
+def test_a_bad_keep_variable_names_the_variable(
+    config_file: Path, name: str, value: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        parse_config({}, path=config_file, env={name: value})
+    assert caught.value.key == name
