@@ -9,7 +9,8 @@ harness appearing and failing on every turn.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 
 import pluggy
 from omnigent.harness_capabilities import (
@@ -23,6 +24,7 @@ from omnigent.harness_capabilities import (
     ModelFamily,
     Resume,
 )
+from omnigent.harness_install_spec import HarnessInstallSpec
 from omnigent.harness_plugins import HarnessContribution
 
 from omnigent_agy.interactions.hooks import (
@@ -31,7 +33,15 @@ from omnigent_agy.interactions.hooks import (
     get_plugin_manager,
     harness_registrations,
 )
-from omnigent_agy.onboarding.config import load_config
+from omnigent_agy.onboarding.config import (
+    DEFAULT_EXECUTABLE,
+    ENV_PATH,
+    INSTALL_HINT,
+    AgyConfig,
+    AgyNotFoundError,
+    load_config,
+    resolve_executable,
+)
 from omnigent_agy.rpc.errors import AgyError
 
 CONTRIBUTION_NAME = "omnigent-agy"
@@ -42,9 +52,14 @@ SPAWN_ENV_BUILDER = "omnigent.community.harness.agy.spawn_env:build_spawn_env"
 # The conventional name: the process manager respawns a harness on a model change only
 # when the spawn env's HARNESS_<ID>_MODEL differs (runtime/harnesses/process_manager.py).
 MODEL_ENV_KEY = "HARNESS_AGY_CLI_MODEL"
-# omnigent's core install spec for the `agy` binary (onboarding/harness_install.py keys it
-# by the "gemini" family). Point at it; defining install_specs["gemini"] would replace it.
-INSTALL_KEY = "gemini"
+# Our own install key. omnigent's host reports a plugin harness ready when the install spec's
+# binary resolves (onboarding/harness_readiness.py: PATH and common install dirs only) and
+# refuses a session otherwise (HTTP 412 harness_not_configured). The core "gemini" spec names
+# plain `agy`, so an agy reachable only through OMNIGENT_AGY_CLI_PATH or
+# harness.agy-cli.command read as missing although every turn would find it. Our spec's binary
+# is the agy the harness will run, resolved exactly as the harness resolves it. (Defining
+# install_specs["gemini"] instead would replace omnigent's own spec for its own harness.)
+INSTALL_KEY = HARNESS_ID
 
 DEFAULT_CAPABILITIES = HarnessCapabilities(
     # agy hosts its language server in a runner-owned process; turns go over RPC.
@@ -79,7 +94,31 @@ def get_contribution() -> HarnessContribution:
     config = load_config()
     if not config.enabled:
         return HarnessContribution(name=CONTRIBUTION_NAME)
-    return build_contribution(get_plugin_manager())
+    return build_contribution(get_plugin_manager(), install=install_spec(config))
+
+
+def install_spec(config: AgyConfig, env: Mapping[str, str] | None = None) -> HarnessInstallSpec:
+    """What omnigent checks before it starts the harness: the configured agy
+    (``OMNIGENT_AGY_CLI_PATH``, then ``harness.agy-cli.command``, then ``agy`` on PATH), and
+    what to install when it is missing.
+
+    omnigent reads plugins once per process, so the host checks the agy its own environment
+    and config name, as the harness it spawns will.
+    """
+    env = os.environ if env is None else env
+    try:
+        binary = str(resolve_executable(config, env))
+    except AgyNotFoundError:
+        # Named but missing: keep the name, so readiness fails and says what was looked for.
+        binary = env.get(ENV_PATH, "").strip() or config.command or DEFAULT_EXECUTABLE
+    return HarnessInstallSpec(
+        display="Antigravity CLI",
+        binary=binary,
+        package=None,  # installed by agy's own installer, not a package manager
+        status_args=("models",),  # `agy models` exits 0 only when signed in (WIRE.md §1)
+        install_hint=INSTALL_HINT,
+        auth_hint="run `agy` and complete the browser sign-in",
+    )
 
 
 def merge_registrations(registrations: Sequence[HarnessRegistration]) -> HarnessRegistration:
@@ -107,7 +146,9 @@ def merge_registrations(registrations: Sequence[HarnessRegistration]) -> Harness
     return HarnessRegistration(HARNESS_ID, ours[0].label, aliases, capabilities)
 
 
-def build_contribution(manager: pluggy.PluginManager) -> HarnessContribution:
+def build_contribution(
+    manager: pluggy.PluginManager, *, install: HarnessInstallSpec
+) -> HarnessContribution:
     harness = merge_registrations(harness_registrations(manager))
     spellings = (HARNESS_ID, *harness.aliases)
     capabilities = harness.capabilities
@@ -118,6 +159,7 @@ def build_contribution(manager: pluggy.PluginManager) -> HarnessContribution:
         harness_modules={HARNESS_ID: APP_MODULE},
         aliases=dict.fromkeys(harness.aliases, HARNESS_ID),
         harness_install_keys=dict.fromkeys(spellings, INSTALL_KEY),
+        install_specs={INSTALL_KEY: install},
         model_env_keys={HARNESS_ID: MODEL_ENV_KEY},
         spawn_env_builders={HARNESS_ID: SPAWN_ENV_BUILDER},
         missing_install_package=dict.fromkeys(spellings, PACKAGE),

@@ -163,14 +163,14 @@ def check_agy_on_path(config: AgyConfig, env: Mapping[str, str] | None = None) -
         executable = resolve_executable(config, env)
     except AgyNotFoundError as exc:
         return CheckResult(
-            "agy on PATH",
+            "agy executable",
             Status.FAIL,
             str(exc.args[0]).removesuffix(f". {exc.remediation}"),
             exc.remediation,
             AgyNotFoundError.code,
         )
     return CheckResult(
-        "agy on PATH", Status.OK, f"{executable} (from {_executable_source(config, env)})"
+        "agy executable", Status.OK, f"{executable} (from {_executable_source(config, env)})"
     )
 
 

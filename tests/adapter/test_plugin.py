@@ -12,16 +12,20 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import omnigent.community.harness.agy.plugin as plugin
+import omnigent.community.harness.agy.readiness as readiness
 import pytest
 from omnigent import harness_plugins
 from omnigent.community.harness.agy.spawn_env import build_spawn_env
 from omnigent.harness_capabilities import HarnessCapabilities, Resume
 from omnigent.onboarding.harness_install import required_cli_for_harness
+from omnigent.onboarding.harness_readiness import harness_is_configured
 from omnigent.util.reasoning_effort import efforts_for_harness
 
 from omnigent_agy.interactions import hooks
 from omnigent_agy.interactions.hooks import HarnessRegistration, hookimpl
-from omnigent_agy.onboarding.config import ENV_ENABLED, set_enabled
+from omnigent_agy.onboarding.checks import Status
+from omnigent_agy.onboarding.config import ENV_ENABLED, INSTALL_HINT, set_enabled
+from omnigent_agy.onboarding.doctor import plugin_checks
 
 AGENT_YAML = Path(plugin.__file__).with_name("agy-cli.yaml")
 
@@ -53,7 +57,7 @@ def assert_registered() -> None:
     assert harness_plugins.harness_labels()["agy-cli"] == "Antigravity CLI"
     assert harness_plugins.harness_modules()["agy-cli"] == "omnigent.community.harness.agy.app"
     assert harness_plugins.model_env_keys()["agy-cli"] == "HARNESS_AGY_CLI_MODEL"
-    assert harness_plugins.harness_install_keys()["agy-cli"] == "gemini"
+    assert harness_plugins.harness_install_keys()["agy-cli"] == "agy-cli"
     assert "gemini" not in harness_plugins.install_specs()  # the core spec stays the core's
     row = next(r for r in harness_plugins.harness_catalog() if r["id"] == "agy-cli")
     assert row["label"] == "Antigravity CLI"
@@ -61,7 +65,7 @@ def assert_registered() -> None:
     # omnigent's own readers of the contribution agree with it.
     cli = required_cli_for_harness("agy-cli")
     assert cli is not None
-    assert cli.binary == "agy"
+    assert cli.install_hint == INSTALL_HINT
     assert efforts_for_harness("agy-cli") == frozenset({"low", "medium", "high"})
 
 
@@ -138,7 +142,7 @@ def test_a_plugin_adds_an_alias_and_capabilities(register_plugin: Callable[[obje
     assert harness_plugins.harness_aliases()["antigravity-cli"] == "agy-cli"
     assert harness_plugins.harness_labels()["agy-cli"] == "Antigravity CLI (Corp)"
     assert harness_plugins.harness_capabilities()["agy-cli"] == custom
-    assert harness_plugins.harness_install_keys()["corp-agy"] == "gemini"
+    assert harness_plugins.harness_install_keys()["corp-agy"] == "agy-cli"
 
 
 def test_an_alias_omnigent_owns_is_refused(register_plugin: Callable[[object], None]) -> None:
@@ -251,7 +255,7 @@ def test_shipped_agent_loads_when_enabled(home: Path) -> None:
     assert loaded["alias"] == "agy-cli"
     assert loaded["env"] == {
         "HARNESS_AGY_CLI_MODEL": "gemini-pro",
-        "HARNESS_AGY_CLI_AGENT_NAME": "agy-cli",
+        "HARNESS_AGY_CLI_AGENT_NAME": "Antigravity-CLI",
         "HARNESS_AGY_CLI_CWD": "/ws",
     }
 
@@ -260,3 +264,89 @@ def test_shipped_agent_is_refused_when_disabled(home: Path) -> None:
     result = _load_agent(home, AGENT_YAML, "0")
     assert result.returncode != 0
     assert "agy-cli" in result.stderr
+
+
+# --- host readiness: omnigent's own check follows the agy the harness will run --------------
+
+
+def fake_agy(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    agy = folder / "agy"
+    agy.write_text("#!/bin/sh\nexit 0\n")
+    agy.chmod(0o755)
+    return agy
+
+
+def ready(monkeypatch: pytest.MonkeyPatch, home: Path) -> bool:
+    """omnigent's verdict on agy-cli, as `omnigent host` computes it, from a fresh registry,
+    with nothing called agy on PATH."""
+    monkeypatch.setenv("PATH", str(home / "empty-path"))
+    monkeypatch.setenv(ENV_ENABLED, "1")
+    harness_plugins.reset_plugin_state_for_tests()
+    assert_registered()
+    return harness_is_configured("agy-cli")
+
+
+def test_readiness_follows_the_environment_variable(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMNIGENT_AGY_CLI_PATH", str(fake_agy(home / "agy-build" / "bin")))
+    assert ready(monkeypatch, home)
+
+
+def test_readiness_follows_the_config_key(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agy = fake_agy(home / "builds")
+    config = home / ".omnigent" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f"harness:\n  agy-cli:\n    command: {agy}\n")
+    assert ready(monkeypatch, home)
+
+
+def test_readiness_finds_agy_on_path(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agy = fake_agy(home / "bin")
+    assert not ready(monkeypatch, home)
+    monkeypatch.setenv("PATH", str(agy.parent))
+    harness_plugins.reset_plugin_state_for_tests()
+    assert harness_is_configured("agy-cli")
+
+
+@pytest.mark.parametrize("named", [None, "/nowhere/agy"])
+def test_a_missing_agy_is_not_ready_and_says_what_to_install(
+    home: Path, monkeypatch: pytest.MonkeyPatch, named: str | None
+) -> None:
+    if named:
+        monkeypatch.setenv("OMNIGENT_AGY_CLI_PATH", named)
+    assert not ready(monkeypatch, home)
+    cli = required_cli_for_harness("agy-cli")
+    assert cli is not None
+    assert cli.binary == (named or "agy")
+    assert cli.install_hint == INSTALL_HINT
+
+
+def test_the_doctor_reports_omnigents_own_readiness(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The doctor's plugin line is omnigent's verdict: ready with the configured agy, a
+    failure (so never "All checks passed") when the host would refuse the harness."""
+    manager = hooks.new_plugin_manager()  # installed plugins, as `omnigent-agy doctor` loads
+    assert readiness.NAME in [check.name for check in hooks.onboarding_checks(manager)]
+    monkeypatch.setenv("OMNIGENT_AGY_CLI_PATH", str(fake_agy(home / "agy-build")))
+    assert ready(monkeypatch, home)
+    [line] = [r for r in plugin_checks(manager) if r.name == readiness.NAME]
+    assert line.status is Status.OK, line
+    assert str(home / "agy-build" / "agy") in line.summary
+
+    monkeypatch.setenv("OMNIGENT_AGY_CLI_PATH", str(home / "moved-away" / "agy"))
+    assert not ready(monkeypatch, home)
+    [line] = [r for r in plugin_checks(manager) if r.name == readiness.NAME]
+    assert line.status is Status.FAIL
+    assert "would refuse agy-cli" in line.summary
+    assert line.remediation is not None
+    assert INSTALL_HINT in line.remediation
+
+
+def test_the_readiness_line_fails_when_omnigent_does_not_offer_the_harness(home: Path) -> None:
+    harness_plugins.reset_plugin_state_for_tests()  # disabled: the flag is off in this HOME
+    [line] = [r for r in plugin_checks(hooks.new_plugin_manager()) if r.name == readiness.NAME]
+    assert line.status is Status.FAIL
+    assert "omnigent-agy enable" in (line.remediation or "")

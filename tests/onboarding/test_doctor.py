@@ -440,7 +440,7 @@ def test_a_healthy_setup_passes(clean_env: Path, tmp_path: Path) -> None:
     assert [r.name for r in results] == [
         "python and omnigent",
         "enabled",
-        "agy on PATH",
+        "agy executable",
         "agy version",
         "agy signed in",
         "tmux",
@@ -458,7 +458,7 @@ def test_a_missing_agy_skips_what_depends_on_it(
         AgyConfig(path=tmp_path / "c.yaml"), tmp_path, env={"PATH": str(tmp_path)}, manager=manager
     )
     by_name = {r.name: r for r in results}
-    assert by_name["agy on PATH"].status is Status.FAIL
+    assert by_name["agy executable"].status is Status.FAIL
     assert by_name["agy version"].status is Status.SKIP
     assert by_name["agy signed in"].status is Status.SKIP
     assert by_name["corp vpn"].status is Status.FAIL
