@@ -9,10 +9,11 @@ agy's certificate is self-signed, so verification is off, which is only safe on 
 the constructor refuses any other host.
 
 Each server stream (StreamAgentStateUpdates) gets a connection of its own, closed when
-the stream ends. httpcore never resets an HTTP/2 stream its reader abandons: the server
-would keep producing for nobody and the unacknowledged data would drain the shared
-connection's flow-control window until every call on it stalls. Closing the stream's own
-connection tells the server at once. (With an injected ``transport`` streams share it.)
+the stream ends, speaking HTTP/1.1 unless agy refuses it (see `RpcConnection.stream`). Over
+HTTP/2, httpcore never resets a stream its reader abandons: the server would keep producing
+for nobody and the unacknowledged data would drain the shared connection's flow-control
+window until every call on it stalls. Closing the stream's own connection tells the server
+at once. (With an injected ``transport`` streams share it.)
 
 Failures surface as :class:`~omnigent_agy.rpc.errors.RpcError` (see its module for the tree);
 httpx/h2/ssl errors are translated in one place, :func:`_translate_errors`. Only the
@@ -177,16 +178,22 @@ class RpcConnection:
         self._ssl.verify_mode = ssl.CERT_NONE
         self._http = self._new_http(transport)
         self._stream_clients: set[httpx.AsyncClient] = set()
+        self._stream_http2 = False  # until agy refuses HTTP/1.1 (see `stream`)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.http_version: str | None = None
-        """HTTP version of the last response ("HTTP/2" against agy)."""
+        """HTTP version of the last unary answer ("HTTP/2" against agy)."""
+        self.stream_http_version: str | None = None
+        """HTTP version of the last stream ("HTTP/1.1" unless agy refuses it)."""
 
     def __repr__(self) -> str:  # never shows the token
         return f"{type(self).__name__}(base_url={self.base_url!r})"
 
-    def _new_http(self, transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
+    def _new_http(
+        self, transport: httpx.AsyncBaseTransport | None, *, http2: bool = True
+    ) -> httpx.AsyncClient:
         return httpx.AsyncClient(
-            http2=True,
+            http1=not http2,
+            http2=http2,
             verify=self._ssl,
             base_url=self.base_url,
             headers=self._headers,
@@ -255,11 +262,32 @@ class RpcConnection:
 
         StreamStalled when neither the answer nor a frame arrives within ``idle_timeout``
         seconds (time the consumer spends between frames does not count).
+
+        The stream speaks HTTP/1.1 on its own connection where agy offers it: a long answer
+        is hundreds of growing frames, and HTTP/2 costs about twice the CPU per frame (its
+        16 KB DATA frames and a WINDOW_UPDATE written back for each; docs/performance.md).
+        Some agy builds answer 501 to HTTP/1.1 (WIRE.md §1): then the stream is asked again
+        over HTTP/2, and every later stream of this client speaks HTTP/2 at once.
         """
         self._check_owner()
+        while True:
+            once = self._stream_once(method, body, idle_timeout, http2=self._stream_http2)
+            try:
+                async with contextlib.aclosing(once) as messages:
+                    async for message in messages:
+                        yield message
+            except _RefusedHttp1:
+                self._stream_http2 = True
+                logger.info("agy refuses HTTP/1.1 (501): streams use HTTP/2 from now on")
+            else:
+                return
+
+    async def _stream_once(
+        self, method: str, body: Mapping[str, Any], idle_timeout: float, *, http2: bool
+    ) -> AsyncGenerator[dict[str, Any]]:
         loop = asyncio.get_running_loop()
         decoder = EnvelopeDecoder(self._max_frame_bytes)
-        http = self._http if self._shared_transport else self._new_http(None)
+        http = self._http if self._shared_transport else self._new_http(None, http2=http2)
         if http is not self._http:
             self._stream_clients.add(http)
         try:
@@ -277,7 +305,9 @@ class RpcConnection:
                     response = await _before(
                         stack.enter_async_context(request), deadline, idle_timeout
                     )
-                    self.http_version = response.http_version
+                    self.stream_http_version = response.http_version
+                    if response.status_code == 501 and response.http_version == "HTTP/1.1":
+                        raise _RefusedHttp1
                     if response.status_code != 200:
                         await response.aread()
                         raise _error_from_response(response)
@@ -299,6 +329,10 @@ class RpcConnection:
             if http is not self._http:
                 self._stream_clients.discard(http)
                 await http.aclose()
+
+
+class _RefusedHttp1(Exception):  # noqa: N818 - a signal inside stream(), never raised out
+    """agy answered 501 to a stream asked over HTTP/1.1."""
 
 
 async def _before[T](awaitable: Awaitable[T], deadline: float, idle_timeout: float) -> T:

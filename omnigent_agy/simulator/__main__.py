@@ -59,6 +59,7 @@ class SimOptions:
     signed_out: bool = False
     debug_rpc: bool = False
     history_steps: int = 0
+    http2_only: bool = False
     version: str = SIM_VERSION
     workspace: Path = Path()
 
@@ -107,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--sim-version", metavar="VERSION")
     sim.add_argument(
         "--sim-debug-rpc", action="store_true", default=None, help="serve SimulatorSnapshot"
+    )
+    sim.add_argument(
+        "--sim-http2-only", action="store_true", default=None, help="answer 501 to HTTP/1.1"
     )
     sim.add_argument(
         "--sim-history",
@@ -178,6 +182,9 @@ def parse_options(
         signed_out=bool(signed_out),
         debug_rpc=bool(args.sim_debug_rpc or environ.get("AGY_SIM_DEBUG_RPC", "").lower() in _TRUE),
         history_steps=history or 0,
+        http2_only=bool(
+            args.sim_http2_only or environ.get("AGY_SIM_HTTP2_ONLY", "").lower() in _TRUE
+        ),
         version=args.sim_version or environ.get("AGY_SIM_VERSION") or SIM_VERSION,
         workspace=cwd if cwd is not None else Path.cwd(),
     )

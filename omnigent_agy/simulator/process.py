@@ -114,6 +114,30 @@ class ReadinessGate:
         await send({"type": "http.response.body", "body": body.encode(), "more_body": False})
 
 
+class RefuseHttp1:
+    """Answers 501 to every HTTP/1.1 request, as some newer agy builds do (WIRE.md §1).
+
+    Only with ``--sim-http2-only``: the TLS port otherwise offers both (ALPN h2, http/1.1).
+    The body is a guess (plain text); the status is the fact a client can rely on.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("http_version") == "2":
+            await self.app(scope, receive, send)
+            return
+        while True:  # read the request first, as above
+            message: Message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        headers = [(b"content-type", b"text/plain; charset=utf-8")]
+        await send({"type": "http.response.start", "status": 501, "headers": headers})
+        body = b"HTTP/1.1 is not supported: use HTTP/2\n"
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
 class RestartableServer:
     """The TLS server on the running loop; ``restart`` moves it to a fresh port pair."""
 
@@ -196,7 +220,7 @@ class SimProcess:
             unary=unary,
             streams=engine.stream_handlers(),
         )
-        gate = ReadinessGate(connect)
+        gate = ReadinessGate(RefuseHttp1(connect) if options.http2_only else connect)
         source = FaultSource(static_rules=options.fault_rules, control_file=options.faults_file)
         injector = FaultInjector(gate, source)
         server = RestartableServer(injector)

@@ -151,6 +151,10 @@ async def test_a_stream_yields_every_frame_then_ends(fake_agy: Served) -> None:
                 "multi", start_index=7, subscriber_id="omnigent"
             )
         ]
+        # A stream speaks HTTP/1.1 on its own connection where agy offers it (it is cheaper
+        # per frame); unary calls stay on the one HTTP/2 connection.
+        assert client.stream_http_version == "HTTP/1.1"
+        await client.heartbeat()
         assert client.http_version == "HTTP/2"
     assert updates == STREAM_UPDATES
     assert agy.requests["StreamAgentStateUpdates"] == [

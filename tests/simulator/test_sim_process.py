@@ -1057,3 +1057,44 @@ def test_history_steps_from_flag_and_environment() -> None:
     assert parse_options(["--sim-history", "5"], {"AGY_SIM_HISTORY": "7"}).history_steps == 5
     with pytest.raises(SystemExit):
         parse_options(["--sim-history", "-1"], {})
+
+
+@pytest.mark.tmux
+def test_a_build_refusing_http1_gets_its_streams_over_http2(
+    sims: SimLauncher, caplog: pytest.LogCaptureFixture
+) -> None:
+    sim = sims.launch(*FAST, "--sim-http2-only")
+    refused = httpx.post(
+        f"https://127.0.0.1:{sim.port}/{SERVICE}/Heartbeat",
+        json={},
+        headers={"x-codeium-csrf-token": TOKEN},
+        verify=False,
+    )
+    assert refused.status_code == 501
+
+    async def first_frames(client: RpcClient) -> list[str | None]:
+        versions = []
+        for _ in range(2):
+            updates = client.stream_agent_state_updates(tui_cascade(sim), idle_timeout=20)
+            async with contextlib.aclosing(updates):
+                await anext(updates)
+            versions.append(client.stream_http_version)
+        return versions
+
+    with caplog.at_level("INFO", logger="omnigent_agy.rpc.connection"):
+        assert sim.rpc(first_frames) == ["HTTP/2", "HTTP/2"]
+    # Refused once, remembered: the second stream went to HTTP/2 at once.
+    assert [r.message for r in caplog.records].count(
+        "agy refuses HTTP/1.1 (501): streams use HTTP/2 from now on"
+    ) == 1
+
+
+@pytest.mark.tmux
+def test_streams_speak_http1_where_agy_offers_it(sim: Sim) -> None:
+    async def first_frame(client: RpcClient) -> str | None:
+        updates = client.stream_agent_state_updates(tui_cascade(sim), idle_timeout=20)
+        async with contextlib.aclosing(updates):
+            await anext(updates)
+        return client.stream_http_version
+
+    assert sim.rpc(first_frame) == "HTTP/1.1"
