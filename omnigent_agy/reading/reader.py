@@ -47,6 +47,7 @@ from omnigent_agy.reading.rotation import RotationWatch
 from omnigent_agy.reading.sink import EventSink
 from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
+from omnigent_agy.rpc.discovery import AgyExitedError
 from omnigent_agy.rpc.endpoint import AgyEndpoint
 from omnigent_agy.rpc.errors import CsrfError, RpcError, StreamStalled
 
@@ -220,6 +221,12 @@ class CascadeReader:
             # Not transient: this port belongs to another agy, or agy restarted with another
             # token. Retrying would only hammer it; the executor re-discovers or reports.
             self._sink.publish(ReaderFailed(exc))
+        except AgyExitedError as exc:
+            # agy's process is gone (a sweep stopped it, it crashed): there is nothing left to
+            # follow, and polling a dead port would go on until the process ends. The session
+            # starts agy again (on the same conversation) at its next turn.
+            _logger.info("agy exited; the reader stops: %s", exc.args[0])
+            self._sink.publish(ReaderFailed(exc))
         finally:
             self._follower.save_cursor()
             await client.aclose()
@@ -249,6 +256,8 @@ class CascadeReader:
         if port == self._port and failures >= _FAILURES_BEFORE_LOOKING:
             try:
                 port = await self._endpoint.relocate(self._port)
+            except AgyExitedError:
+                raise  # gone for good, not slow: see _run
             except Exception as exc:  # noqa: BLE001 - a failed lookup is retried next round
                 _logger.info("agy not found again yet: %s", exc)
                 return client, failures

@@ -16,7 +16,7 @@ from typing import Any
 from omnigent_agy.reading.events import Event
 from omnigent_agy.reading.mapper import MapperState
 from omnigent_agy.reading.steps import ModelUsage, StepKey
-from omnigent_agy.rpc.errors import RpcError
+from omnigent_agy.rpc.errors import AgyError
 
 _logger = logging.getLogger("omnigent_agy.reading.reader")
 
@@ -51,9 +51,10 @@ class ReaderModeChanged:
 
 @dataclass(frozen=True, slots=True)
 class ReaderFailed:
-    """The reader cannot go on (e.g. agy rejects our CSRF token); it has stopped."""
+    """The reader cannot go on (agy rejects our CSRF token, agy's process is gone); it has
+    stopped."""
 
-    error: RpcError
+    error: AgyError
 
 
 type ReaderEvent = Event | TurnEnded | ConversationRotated | ReaderModeChanged | ReaderFailed

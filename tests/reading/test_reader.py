@@ -44,6 +44,7 @@ from omnigent_agy.reading.reader import (
 )
 from omnigent_agy.reading.sink import QueueSink
 from omnigent_agy.rpc.client import RpcClient
+from omnigent_agy.rpc.discovery import AgyExitedError, discover_port
 
 pytestmark = pytest.mark.tmux
 
@@ -556,3 +557,27 @@ async def _summaries(sim: Sim) -> dict[str, Any]:
     async with sim.client() as client:
         reply = await client.get_all_cascade_trajectories()
     return dict(reply["trajectorySummaries"])
+
+
+@pytest.mark.usefixtures("no_stray_threads")
+def test_the_reader_stops_once_agys_process_is_gone(tmp_path: Path) -> None:
+    """A stopped agy (a sweep, a crash) has nothing left to follow: polling its dead port
+    until the harness process ends would only spin; the session restarts agy next turn."""
+    with sim_launcher(tmp_path, "agy-reader-gone") as launcher:
+        doomed = launcher.launch(*FAST)
+        cascade, _ = new_cascade(doomed)
+        pid, log_file = doomed.pid, doomed.log
+
+        async def locate() -> int:
+            return await discover_port(
+                pid=pid, log_file=log_file, csrf_token=doomed.token or "", deadline=2.0
+            )
+
+        reader, collected = start_reader(doomed, cascade, resolve_port=locate)
+        try:
+            doomed.stop()
+            failed = collected.until(ReaderFailed)
+            assert isinstance(failed.error, AgyExitedError)
+            wait_for(lambda: not reader.is_alive(), "the reader to stop by itself")
+        finally:
+            assert reader.stop()
