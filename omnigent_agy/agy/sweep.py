@@ -37,6 +37,7 @@ import psutil
 
 from omnigent_agy.agy.keep import KeepPolicy, format_duration, lifecycle_lock, read_activity
 from omnigent_agy.agy.running import RunningAgy, list_running, now, stop_running
+from omnigent_agy.agy.statedir import default_state_base
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.errors import AgyError, RpcError
@@ -295,7 +296,7 @@ class Sweeper:
                 return
 
 
-_sweepers: dict[tuple[Path | None, KeepPolicy], Sweeper] = {}
+_sweepers: dict[tuple[Path, KeepPolicy], Sweeper] = {}
 _sweepers_lock = threading.Lock()
 
 
@@ -303,7 +304,7 @@ _sweepers_lock = threading.Lock()
 class SweeperLease:
     """A session's use of its process's sweeper; ``release`` stops it with the last user."""
 
-    key: tuple[Path | None, KeepPolicy]
+    key: tuple[Path, KeepPolicy]
     released: bool = False
 
     def release(self) -> None:
@@ -321,6 +322,8 @@ class SweeperLease:
 
 def acquire_sweeper(policy: KeepPolicy, base: Path | None) -> SweeperLease:
     """The process's sweeper for ``base`` (started on first use: the sweep at start)."""
+    # Resolved now: the environment naming the default base may change later (tests do).
+    base = (base or default_state_base()).expanduser()
     key = (base, policy)
     with _sweepers_lock:
         sweeper = _sweepers.get(key)

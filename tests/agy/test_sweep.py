@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ from simproc import AGY_SIM, FAST, wait_exited, wait_for
 from omnigent_agy.agy.keep import KeepPolicy, TurnLease, read_activity
 from omnigent_agy.agy.launcher import AgyLaunchSpec, AgyProcess, launch_agy
 from omnigent_agy.agy.statedir import SessionStateDir
-from omnigent_agy.agy.sweep import AgyStatus, survey, sweep
+from omnigent_agy.agy.sweep import AgyStatus, acquire_sweeper, survey, sweep
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.simulator.catalog import DEFAULT_MODEL_ENUM
 
@@ -298,3 +299,25 @@ def test_invalid_limits_are_config_errors_naming_the_key(
     result = subprocess.run([cli, "ps"], capture_output=True, text=True, check=False, timeout=60)
     assert result.returncode == 2
     assert "OMNIGENT_AGY_CLI_MAX_KEPT must be a whole number" in result.stderr
+
+
+def test_a_process_sweeper_sweeps_at_once_and_ends_with_its_last_user(agys: Agys) -> None:
+    agy = agys.launch("swept")
+    policy = KeepPolicy(idle_stop_after=1.0, max_kept=None)
+    wait_for(lambda: (s := agys.status(policy, "swept")) and s.stop_reason, "the idle limit")
+
+    def sweeper_threads() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "omnigent-agy sweep"}
+
+    before = sweeper_threads()
+    first = acquire_sweeper(policy, agys.base)
+    second = acquire_sweeper(policy, agys.base)  # a second session of the same process
+    sweepers = list(sweeper_threads() - before)
+    assert len(sweepers) == 1
+    # Its first round runs at once (a harness process sweeps when it starts).
+    wait_for(lambda: (r := agy.state_dir.read_record()) and r.stopped_at, "the sweep at start")
+    first.release()
+    assert sweepers[0].is_alive(), "still used by the second session"
+    second.release()
+    second.release()  # twice is harmless
+    wait_for(lambda: not sweepers[0].is_alive(), "the sweeper to end with its last user")
