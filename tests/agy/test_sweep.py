@@ -321,3 +321,29 @@ def test_a_process_sweeper_sweeps_at_once_and_ends_with_its_last_user(agys: Agys
     second.release()
     second.release()  # twice is harmless
     wait_for(lambda: not sweepers[0].is_alive(), "the sweeper to end with its last user")
+
+
+def test_stop_idle_sweeps_by_hand(agys: Agys, monkeypatch: pytest.MonkeyPatch) -> None:
+    agy = agys.launch("by-hand")
+    kept = agys.launch("busy-one")
+    TurnLease(kept.state_dir).begin_turn()
+    monkeypatch.setenv("OMNIGENT_AGY_STATE_DIR", str(agys.base))
+    monkeypatch.setenv("OMNIGENT_CONFIG_HOME", str(agys.tmp / "omnigent"))
+    monkeypatch.setenv("OMNIGENT_AGY_CLI_IDLE_STOP_AFTER", "1s")
+    policy = KeepPolicy(idle_stop_after=1.0, max_kept=None)
+    wait_for(lambda: (s := agys.status(policy, "by-hand")) and s.stop_reason, "the idle limit")
+    cli = str(Path(sys.executable).with_name("omnigent-agy"))
+    swept = subprocess.run(
+        [cli, "stop", "--idle"], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert re.fullmatch(r"stopped by-hand: idle \S+ \(limit 1s\)\n", swept.stdout), swept.stdout
+    assert_stopped(agy, r"^idle ")
+    assert kept.terminal.is_alive()
+    again = subprocess.run(
+        [cli, "stop", "--idle"], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert again.stdout.startswith("no agy is due to stop")
+    misuse = subprocess.run(
+        [cli, "stop", "--idle", "--all"], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert misuse.returncode == 2
