@@ -47,6 +47,7 @@ from omnigent_agy.reading.events import (
     UnknownStep,
     UsageReported,
 )
+from omnigent_agy.reading.gate_retries import TIMED_OUT, GateRetries
 from omnigent_agy.reading.indexset import IndexSet
 from omnigent_agy.reading.steps import (
     JsonObject,
@@ -68,6 +69,7 @@ from omnigent_agy.reading.steps import (
 )
 from omnigent_agy.reading.tool_steps import (
     KNOWN_TOOL_TYPES,
+    ToolOutcome,
     describe_call,
     describe_result,
     last_interaction_response,
@@ -115,6 +117,7 @@ class MapperState:
     _waiting: dict[StepKey, str] = field(default_factory=dict, init=False, repr=False)
     _children: set[str] = field(default_factory=set, init=False, repr=False)
     _unknown_types: set[str] = field(default_factory=set, init=False, repr=False)
+    _retries: GateRetries = field(default_factory=GateRetries, init=False, repr=False)
 
     def is_committed(self, key: StepKey) -> bool:
         indices = self._committed.get(key.trajectory_id)
@@ -171,6 +174,7 @@ class MapperState:
             ],
             "children": sorted(self._children),
             "model": self.model,
+            "gate_retries": self._retries.export(),
         }
 
     def restore_progress(self, data: Mapping[str, Any]) -> None:
@@ -191,18 +195,20 @@ class MapperState:
             }
             children = {str(c) for c in data["children"]}
             model = data.get("model")
-        except (KeyError, TypeError, AttributeError) as exc:
+            retries = GateRetries.restore(data.get("gate_retries"), self.cascade_id)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"malformed mapper progress: {exc!r}") from exc
         self._committed = committed
         self._streams = streams
         self._open_tools = open_tools
         self._children = children
+        self._retries = retries
         self.model = model if isinstance(model, str) else None
 
     @property
     def open_count(self) -> int:
         """Steps with progress held in memory: streaming, running tools, open interactions."""
-        return len(self._streams) + len(self._open_tools) + len(self._waiting)
+        return len(self._streams) + len(self._open_tools) + len(self._waiting) + len(self._retries)
 
 
 def map_step(state: MapperState, step: object, *, absolute_index: int | None) -> list[Event]:
@@ -220,6 +226,8 @@ def map_step(state: MapperState, step: object, *, absolute_index: int | None) ->
     events: list[Event] = []
     kind = step_type(step)
     status = step_status(step)
+    if kind in {StepType.USER_INPUT, StepType.ERROR_MESSAGE}:
+        _give_up_retries(state, key, events)
     if kind == StepType.USER_INPUT:
         _map_user_input(state, step, key, status, events)
     elif kind == StepType.PLANNER_RESPONSE:
@@ -335,7 +343,7 @@ def _map_tool(
     status: str,
     events: list[Event],
 ) -> None:
-    call_id = key.item_id
+    call_id = state._retries.call_id(key)
     name = state._open_tools.get(key)
     if name is None:
         if status == StepStatus.GENERATING:
@@ -344,25 +352,34 @@ def _map_tool(
             state._unknown_types.add(kind)
             events.append(UnknownStep(key=key, step_type=kind, status=status))
         call = describe_call(step, kind)
-        name = call.name
-        meta = metadata(step)
-        events.append(
-            ToolCallStarted(
-                call_id=call_id,
-                key=key,
-                name=name,
-                arguments=call.arguments,
-                step_type=kind,
-                title=text(meta.get("toolSummary")) or call.title,
-                description=text(meta.get("toolAction")),
-                agy_call_id=text(obj(meta.get("toolCall")).get("id")),
+        retried = state._retries.take_over(key, kind, call.arguments)
+        if retried is not None:  # agy asks again after a gate timed out (WIRE.md §6)
+            call_id, name = retried.call_id, retried.name
+        else:
+            name = call.name
+            meta = metadata(step)
+            events.append(
+                ToolCallStarted(
+                    call_id=call_id,
+                    key=key,
+                    name=name,
+                    arguments=call.arguments,
+                    step_type=kind,
+                    title=text(meta.get("toolSummary")) or call.title,
+                    description=text(meta.get("toolAction")),
+                    agy_call_id=text(obj(meta.get("toolCall")).get("id")),
+                )
             )
-        )
         state._open_tools[key] = name
+    gate_timed_out = status == StepStatus.ERROR and key in state._waiting
     _map_interaction(state, step, key=key, kind=kind, status=status, events=events)
     if kind == StepType.INVOKE_SUBAGENT:
         _map_subagents(state, step, call_id, status, events)
-    if is_settled(status):
+    if gate_timed_out:
+        # Not a finished run: agy asks again at a higher index, which carries this call on.
+        state._retries.park(key, kind, describe_call(step, kind).arguments, name)
+    elif is_settled(status):
+        state._retries.settled(key)
         result = describe_result(step, kind, status, cap=state.output_cap)
         events.append(
             ToolCallFinished(
@@ -376,6 +393,21 @@ def _map_tool(
                 error=result.error,
             )
         )
+
+
+def _give_up_retries(state: MapperState, key: StepKey, events: list[Event]) -> None:
+    """Calls whose gate timed out and that agy did not ask again for end as timed out."""
+    events.extend(
+        ToolCallFinished(
+            call_id=parked.call_id,
+            key=parked.key,
+            name=parked.name,
+            outcome=ToolOutcome.ERROR,
+            output="",
+            error=TIMED_OUT,
+        )
+        for parked in state._retries.give_up(key.trajectory_id)
+    )
 
 
 def _map_interaction(

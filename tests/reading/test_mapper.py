@@ -729,16 +729,75 @@ def test_a_changed_gate_on_the_same_waiting_step_is_announced_again() -> None:
     assert again.wanted.target == "rm -rf build"
 
 
-def test_a_timed_out_gate_resolves_and_the_retry_is_a_new_call() -> None:
+def test_a_gate_retried_after_a_timeout_is_one_call() -> None:
+    """agy retries a timed-out gate at a higher index (WIRE.md §6): still the one command the
+    person is asked about, not a second call, and the timed-out attempt is no finished run."""
+    state = MapperState(cascade_id=CASCADE)
+    waiting = own("run_command_waiting.json")
+    first = map_step(state, waiting, absolute_index=3)
+    (started,) = of(ToolCallStarted, first)
+    assert len(of(InteractionRequested, first)) == 1
+    timed_out = copy.deepcopy(waiting)
+    timed_out["status"] = "CORTEX_STEP_STATUS_ERROR"
+    events = map_step(state, timed_out, absolute_index=3)
+    # The card goes, the call stays open.
+    assert of(ToolCallFinished, events) == []
+    assert len(of(InteractionResolved, events)) == 1
+    retry = map_step(state, waiting, absolute_index=4)
+    assert of(ToolCallStarted, retry) == []
+    assert len(of(InteractionRequested, retry)) == 1  # asked again, on the fresh step
+    done = copy.deepcopy(waiting)
+    done["status"] = "CORTEX_STEP_STATUS_DONE"
+    done["runCommand"].update(exitCode=0, combinedOutput={"full": "ok\n"})
+    (finished,) = of(ToolCallFinished, map_step(state, done, absolute_index=4))
+    assert (finished.call_id, finished.output) == (started.call_id, "ok\n")
+    assert state.open_count == 0
+
+
+def test_a_timed_out_gate_agy_gives_up_on_ends_as_timed_out() -> None:
+    state = MapperState(cascade_id=CASCADE)
+    waiting = own("run_command_waiting.json")
+    (started,) = of(ToolCallStarted, map_step(state, waiting, absolute_index=3))
+    timed_out = copy.deepcopy(waiting)
+    timed_out["status"] = "CORTEX_STEP_STATUS_ERROR"
+    map_step(state, timed_out, absolute_index=3)
+    events = map_step(state, own("error_message.json"), absolute_index=4)
+    (finished,) = of(ToolCallFinished, events)
+    assert finished.call_id == started.call_id
+    assert finished.outcome is ToolOutcome.ERROR
+    assert finished.error is not None
+    assert "timed out" in finished.error
+    assert state.open_count == 0
+
+
+def test_a_different_command_after_a_timeout_is_a_new_call() -> None:
     state = MapperState(cascade_id=CASCADE)
     waiting = own("run_command_waiting.json")
     map_step(state, waiting, absolute_index=3)
-    timed_out = copy.deepcopy(own("run_command_error.json"))
-    events = map_step(state, timed_out, absolute_index=3)
-    assert [type(e) for e in events] == [InteractionResolved, ToolCallFinished]
-    retry = map_step(state, waiting, absolute_index=4)  # agy retries at a higher index (§6)
-    assert [e.call_id for e in of(ToolCallStarted, retry)] == [f"agy:{TRAJ}:4"]
-    assert len(of(InteractionRequested, retry)) == 1
+    timed_out = copy.deepcopy(waiting)
+    timed_out["status"] = "CORTEX_STEP_STATUS_ERROR"
+    map_step(state, timed_out, absolute_index=3)
+    other = copy.deepcopy(waiting)
+    other["runCommand"]["commandLine"] = other["runCommand"]["proposedCommandLine"] = "ls -la"
+    assert [e.call_id for e in of(ToolCallStarted, map_step(state, other, absolute_index=4))] == [
+        f"agy:{TRAJ}:4"
+    ]
+
+
+def test_a_parked_call_survives_a_reader_restart() -> None:
+    state = MapperState(cascade_id=CASCADE)
+    waiting = own("run_command_waiting.json")
+    (started,) = of(ToolCallStarted, map_step(state, waiting, absolute_index=3))
+    timed_out = copy.deepcopy(waiting)
+    timed_out["status"] = "CORTEX_STEP_STATUS_ERROR"
+    map_step(state, timed_out, absolute_index=3)
+    restored = MapperState(cascade_id=CASCADE)
+    restored.restore_progress(json.loads(json.dumps(state.export_progress())))
+    assert of(ToolCallStarted, map_step(restored, waiting, absolute_index=4)) == []
+    done = copy.deepcopy(waiting)
+    done["status"] = "CORTEX_STEP_STATUS_DONE"
+    (finished,) = of(ToolCallFinished, map_step(restored, done, absolute_index=4))
+    assert finished.call_id == started.call_id
 
 
 def test_user_input_marks_the_turn_and_names_the_model() -> None:
