@@ -484,3 +484,27 @@ def test_a_card_open_when_the_harness_restarted_is_asked_again(agy_env: dict[str
     assert "left waiting" in commands[-1]["runCommand"]["commandLine"]
     texts = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, conversation)]
     assert texts == ["run: echo left waiting", "are you still there?"]
+
+
+def test_a_card_answered_after_agys_gate_timed_out_is_one_call(
+    harness: HarnessServer, agy_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the card waits, agy's gate times out and agy asks again at a higher step index
+    (WIRE.md §6): the transcript still shows the one command, run once, with its output."""
+    monkeypatch.setenv("AGY_SIM_WAITING_TIMEOUT", "1.0")  # 3 retries: 4 s before agy gives up
+    turn = harness.turn("run: echo once")
+    card = turn.until("response.elicitation_request")
+
+    def retried() -> bool:
+        steps = steps_of(agy_env, harness.conversation_id)
+        commands = [s for s in steps if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"]
+        return any(s["status"] == "CORTEX_STEP_STATUS_ERROR" for s in commands)
+
+    wait_for(retried, "agy to time the first gate out and ask again", timeout=10)
+    harness.press(card, "allow once")
+    turn.until("response.completed")
+    # A call's item is sent when it starts and again when it completes: one call id.
+    calls = {c["call_id"] for c in turn.items("function_call") if c["name"] == "run_command"}
+    assert len(calls) == 1, turn.items("function_call")
+    outputs = turn.items("function_call_output")
+    assert [(o["call_id"], o["output"]) for o in outputs] == [(*calls, "once\n")]
