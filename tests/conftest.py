@@ -8,12 +8,13 @@ everything it started even when a test fails; nothing starts unless a test asks 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from omnigent.community.harness.agy.stack import TEST_SIMULATOR, LocalStack, write_simulator
-from stack import Conversation
+from stack import Conversation, leftovers
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
@@ -39,8 +40,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     agy = write_simulator(root / "agy-bin", TEST_SIMULATOR)
     (root / "stack" / "workspace").mkdir(parents=True)
     (root / "stack" / "workspace" / "README.md").write_text("# a project\n")
-    with LocalStack(root / "stack", agy) as running:
+    # tox passes TMUX_TMPDIR through, and tmux then keeps its sockets there, not in /tmp: the
+    # stack runs with one set (a private one unless the caller has its own), so every e2e run
+    # checks that stopping it finds and stops its tmux servers wherever they are.
+    env = {**os.environ, "TMUX_TMPDIR": os.environ.get("TMUX_TMPDIR") or str(root / "tmux")}
+    Path(env["TMUX_TMPDIR"]).mkdir(exist_ok=True)
+    with LocalStack(root / "stack", agy, base_env=env) as running:
         yield running
+    left = leftovers(running)
+    assert not left, f"the stack left these behind: {left}"
 
 
 @pytest.fixture

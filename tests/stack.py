@@ -11,11 +11,13 @@ steps) for checks the API cannot show, such as the plan model a turn reached agy
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
+import psutil
 from omnigent.community.harness.agy.rest import EventStream, Json, OmnigentClient, choose
 from omnigent.community.harness.agy.stack import HARNESS_ID, HostHome, LocalStack
 
@@ -166,6 +168,25 @@ def user_inputs(host: HostHome, session_id: str) -> list[Json]:
 
 def plan_model(step: Json) -> str:
     return str(step["userInput"]["userConfig"]["plannerConfig"]["planModel"])
+
+
+def leftovers(stack: LocalStack) -> list[str]:
+    """What a stopped stack left: processes naming its folder or a tmux socket of its hosts,
+    and those sockets, looked for where ``TMUX_TMPDIR`` puts them and at tmux's default."""
+    markers = [str(stack.root), *(host.tmux_socket for host in stack.hosts)]
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        cmdline = " ".join(proc.info.get("cmdline") or [])
+        alive = proc.info.get("status") != psutil.STATUS_ZOMBIE
+        if alive and proc.pid != os.getpid() and any(m in cmdline for m in markers):
+            found.append(f"process {proc.pid}: {cmdline[:120]}")
+    tmpdirs = {stack.base_env.get("TMUX_TMPDIR") or "/tmp", "/tmp"}
+    for tmpdir in sorted(tmpdirs):
+        for host in stack.hosts:
+            socket = Path(tmpdir) / f"tmux-{os.getuid()}" / host.tmux_socket
+            if socket.exists():
+                found.append(f"tmux socket {socket}")
+    return found
 
 
 def logs(stack: LocalStack) -> list[Path]:
