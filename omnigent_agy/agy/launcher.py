@@ -428,10 +428,29 @@ async def ensure_agy(
             resume.cascade_id,
             resume.stopped_reason or "the earlier agy was gone",
         )
-    return await launch_agy(
-        terminal_host,
-        spec,
-        conversation_id=conversation_id,
-        ready_check=ready_check,
-        resume=resume,
+    try:
+        return await launch_agy(
+            terminal_host,
+            spec,
+            conversation_id=conversation_id,
+            ready_check=ready_check,
+            resume=resume,
+        )
+    except AgyExitedError as exc:
+        if resume is None:
+            raise
+        # `--conversation` is not a recorded flag (WIRE.md has none): an agy that refuses
+        # it, or the id, must not leave the conversation without any agy at all.
+        logger.warning(
+            "agy exited when started on conversation %s; starting it on a new one: %s",
+            resume.cascade_id,
+            exc.args[0],
+        )
+    agy = await launch_agy(
+        terminal_host, spec, conversation_id=conversation_id, ready_check=ready_check
     )
+    agy.resumed_after = (
+        f"{resume.stopped_reason or 'the earlier agy was gone'}; agy would not start on "
+        f"conversation {resume.cascade_id}, so a new conversation began"
+    )
+    return agy

@@ -155,7 +155,7 @@ class AgyBinding:
         client = await self.rpc()
         fresh_cascade = False
         if agy.cascade_id is None or not await self._cascade_known(client, agy.cascade_id):
-            if agy.resumed_after is not None:
+            if agy.resumed_after is not None and agy.cascade_id is not None:
                 _logger.warning("agy could not resume conversation %s", agy.cascade_id)
                 agy.resumed_after += f"; conversation {agy.cascade_id} could not be resumed"
             tui = await self._tui_cascade(client) if launched else None

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import psutil
 import pytest
 
 from omnigent_agy.agy.launcher import (
@@ -29,7 +30,7 @@ from omnigent_agy.agy.launcher import (
     session_name,
     write_agy_settings,
 )
-from omnigent_agy.agy.statedir import SessionStateDir
+from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.discovery import AgyExitedError, PortNeverOpenedError
@@ -306,3 +307,81 @@ def test_agy_sim_launches_and_reattaches(tmux_host: TerminalHost, tmp_path: Path
     found = _run(lambda: reattach(TerminalHost(socket_name=tmux_host.socket_name), spec.state_dir))
     assert found is not None
     assert (found.pid, found.port) == (agy.pid, agy.port)
+
+
+# -- coming back after a stop -------------------------------------------------------------
+
+
+def _stopped_record(spec: AgyLaunchSpec, tmux_host: TerminalHost, cascade_id: str) -> None:
+    """What a sweep leaves: the record of an agy that is gone, bound to a conversation."""
+    agy = _run(lambda: launch_agy(tmux_host, spec, conversation_id=CONVERSATION))
+    agy.bind_cascade(cascade_id)
+    _run(agy.stop)  # stops it and forgets the record...
+    record = replace(_record_of(agy), csrf_token="")  # ...so put back what a sweep keeps
+    spec.state_dir.write_record(record.as_stopped("idle 4h01m (limit 4h)", time.time()))
+
+
+def _record_of(agy: AgyProcess) -> AgyRecord:
+    return AgyRecord(
+        pid=agy.pid,
+        pid_create_time=0.0,
+        port=agy.port,
+        csrf_token=agy.csrf_token,
+        tmux_socket=agy.terminal.host.socket_name,
+        tmux_session=agy.terminal.name,
+        log_file=str(agy.log_file),
+        cascade_id=agy.cascade_id,
+    )
+
+
+def test_argv_resumes_a_conversation(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, command=("agy",))
+    argv = build_argv(spec, csrf_token="t0k", conversation="c-123")
+    assert argv[-2:] == ["--conversation", "c-123"]
+    assert "--conversation" not in build_argv(spec, csrf_token="t0k")
+
+
+@pytest.mark.tmux
+def test_ensure_agy_starts_a_stopped_agy_again_on_its_conversation(
+    tmux_host: TerminalHost, tmp_path: Path
+) -> None:
+    spec = _spec(tmp_path, "--fake-conversation", "c-123")
+    _stopped_record(spec, tmux_host, "c-123")
+    agy = _run(lambda: ensure_agy(tmux_host, spec, conversation_id=CONVERSATION))
+    try:
+        assert agy.cascade_id == "c-123"
+        assert agy.resumed_after == "idle 4h01m (limit 4h)"
+        record = spec.state_dir.read_record()
+        assert record is not None
+        assert record.pid == agy.pid
+        assert record.cascade_id == "c-123"
+        assert record.stopped_at is None
+        assert record.workspace == str(tmp_path)
+        cmdline = " ".join(psutil.Process(agy.pid).cmdline())
+        assert "--conversation c-123" in cmdline
+    finally:
+        _run(agy.stop)
+
+
+@pytest.mark.tmux
+def test_an_agy_that_refuses_the_conversation_flag_starts_on_a_new_one(
+    tmux_host: TerminalHost, tmp_path: Path
+) -> None:
+    picky = tmp_path / "picky-agy"
+    picky.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" --conversation "*) echo "unknown flag: --conversation" >&2; exit 2;; '
+        "esac\n"
+        f'exec {sys.executable} {FAKE_AGY} "$@"\n'
+    )
+    picky.chmod(0o755)
+    spec = _spec(tmp_path, command=(str(picky),))
+    _stopped_record(spec, tmux_host, "c-123")
+    agy = _run(lambda: ensure_agy(tmux_host, spec, conversation_id=CONVERSATION))
+    try:
+        assert agy.cascade_id is None, "a new conversation: the session binds one"
+        assert agy.resumed_after is not None
+        assert "would not start on conversation c-123" in agy.resumed_after
+        assert "--conversation" not in " ".join(psutil.Process(agy.pid).cmdline())
+    finally:
+        _run(agy.stop)
