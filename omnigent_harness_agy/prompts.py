@@ -282,7 +282,9 @@ def question_params(form: QuestionForm, *, harness_label: str) -> ElicitationReq
             "message": message,
             "requestedSchema": None,
             "phase": "agy_ask_question",
-            "policy_name": "agy_cli_ask_question",
+            # The web shows it after the receipt ("Submitted · <policy_name>"); the header comes
+            # from the phase ("agy_…": "Antigravity needs your input").
+            "policy_name": harness_label,
             "ask_user_question": {"questions": questions},
         }
     )
@@ -355,5 +357,5 @@ def elicitation_params(card: ElicitationCard, *, harness_label: str) -> Elicitat
         message=f"{server} (through {harness_label}) asks: {card.message}",
         requestedSchema=copy.deepcopy(dict(schema)),
         phase="agy_mcp_elicitation",
-        policy_name="agy_cli_mcp_elicitation",
+        policy_name=harness_label,  # shown as "· <policy_name>" on the card
     )

@@ -330,6 +330,8 @@ def test_several_questions_go_to_the_ask_user_question_form() -> None:
     )
     [params] = host.elicited
     dumped = params.model_dump()
+    assert dumped["policy_name"] == "Antigravity CLI"  # the receipt's "Submitted · <this>"
+    assert dumped["phase"].startswith("agy_")  # the web's header "Antigravity needs your input"
     assert dumped["mode"] == "form"
     assert dumped["requestedSchema"] is None
     assert dumped["ask_user_question"] == {
@@ -505,6 +507,7 @@ def test_an_mcp_elicitation_is_an_mcp_form() -> None:
     assert answer == ElicitationAnswer(ElicitationAction.ACCEPT, {"repo": "a/b", "private": True})
     [params] = host.elicited
     assert params.mode == "form"
+    assert params.policy_name == "Antigravity CLI"
     assert params.requestedSchema == SCHEMA
     assert "github" in params.message
     assert "Which repository?" in params.message

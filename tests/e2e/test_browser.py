@@ -155,6 +155,28 @@ def test_a_question_card_is_answered_by_clicking_an_option(screen: Screen) -> No
     screen.shot("answered")
 
 
+def test_a_multi_select_form_is_answered_and_its_receipt_names_the_question(
+    screen: Screen,
+) -> None:
+    screen.new_session("multi-select please")
+    card = screen.card()
+    expect(card).to_contain_text("Which checks should I run?")
+    card.get_by_label("Lint", exact=True).check()
+    card.get_by_label("Unit tests", exact=True).check()
+    screen.shot("form")
+    card.get_by_test_id("ask-user-question-submit").click()
+    screen.shows(re.compile(r"Thanks! Your answers"))
+    # The answered card sits in the turn's collapsed "Worked for …" group: open it.
+    screen.page.get_by_text(re.compile(r"^Worked for")).last.click()
+    receipt = screen.page.locator('[data-testid="approval-card"][data-state="responded"]').last
+    expect(receipt).to_be_visible()
+    screen.shot("receipt")
+    # The receipt reads "<question>  <answers>", not a field number.
+    expect(receipt).to_contain_text("Which checks should I run?")
+    expect(receipt).to_contain_text("Lint, Unit tests")
+    expect(receipt).to_contain_text(re.compile(r"Submitted\s*· Antigravity CLI"))
+
+
 def test_a_long_answer_arrives_part_by_part_and_stop_stops_it(screen: Screen) -> None:
     screen.new_session("Give me a long answer")
     screen.shows(re.compile(r"Part 2 of a long simulated answer"))
