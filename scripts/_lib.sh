@@ -40,28 +40,29 @@ ensure_venv() {
     "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
 }
 
-# ensure_tmux: agy (and the simulator) run inside tmux; install it where we can.
-ensure_tmux() {
-    command -v tmux >/dev/null 2>&1 && return 0
+# ensure_command NAME WHY: the Debian package NAME (which installs the command NAME) where it is
+# missing and we can (root with apt-get); otherwise say what to install and fail.
+ensure_command() {
+    local name=$1 why=$2
+    command -v "$name" >/dev/null 2>&1 && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "installing tmux" >&2
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+        echo "installing $name ($why)" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$name" >/dev/null
         return $?
     fi
-    echo "tmux is needed: install it with your package manager (e.g. 'apt-get install tmux')." >&2
+    echo "$name is needed ($why): install it with your package manager (e.g. 'apt-get install $name')." >&2
     return 1
 }
 
+# ensure_tmux: agy (and the simulator) run inside tmux.
+ensure_tmux() {
+    ensure_command tmux "agy runs inside tmux"
+}
+
 # ensure_chromium: the browser tests (tests/e2e/test_browser.py) drive Debian's chromium through
-# Playwright, which is pointed at the system browser instead of downloading its own.
+# Playwright, which is pointed at the system browser instead of downloading its own; a
+# Chromium elsewhere can be named with OMNIGENT_AGY_CHROMIUM.
 ensure_chromium() {
-    command -v chromium >/dev/null 2>&1 && return 0
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "installing chromium (for the browser tests)" >&2
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-        return $?
-    fi
-    echo "chromium is needed for the browser tests: install it with your package manager" >&2
-    echo "(e.g. 'apt-get install chromium'), or point OMNIGENT_AGY_CHROMIUM at a Chromium." >&2
-    return 1
+    [ -n "${OMNIGENT_AGY_CHROMIUM:-}" ] && [ -x "$OMNIGENT_AGY_CHROMIUM" ] && return 0
+    ensure_command chromium "for the browser tests"
 }

@@ -729,17 +729,23 @@ def test_a_changed_gate_on_the_same_waiting_step_is_announced_again() -> None:
     assert again.wanted.target == "rm -rf build"
 
 
+def timed_out_gate(state: MapperState, index: int = 3) -> tuple[dict[str, Any], list[Event]]:
+    """A RUN_COMMAND step WAITING at `index`, then timed out (ERROR, WIRE.md §6): the waiting
+    step (to retry with) and the events of both."""
+    waiting = own("run_command_waiting.json")
+    events = map_step(state, waiting, absolute_index=index)
+    timed_out = copy.deepcopy(waiting)
+    timed_out["status"] = "CORTEX_STEP_STATUS_ERROR"
+    return waiting, events + map_step(state, timed_out, absolute_index=index)
+
+
 def test_a_gate_retried_after_a_timeout_is_one_call() -> None:
     """agy retries a timed-out gate at a higher index (WIRE.md §6): still the one command the
     person is asked about, not a second call, and the timed-out attempt is no finished run."""
     state = MapperState(cascade_id=CASCADE)
-    waiting = own("run_command_waiting.json")
-    first = map_step(state, waiting, absolute_index=3)
-    (started,) = of(ToolCallStarted, first)
-    assert len(of(InteractionRequested, first)) == 1
-    timed_out = copy.deepcopy(waiting)
-    timed_out["status"] = "CORTEX_STEP_STATUS_ERROR"
-    events = map_step(state, timed_out, absolute_index=3)
+    waiting, events = timed_out_gate(state)
+    (started,) = of(ToolCallStarted, events)
+    assert len(of(InteractionRequested, events)) == 1
     # The card goes, the call stays open.
     assert of(ToolCallFinished, events) == []
     assert len(of(InteractionResolved, events)) == 1
@@ -756,13 +762,9 @@ def test_a_gate_retried_after_a_timeout_is_one_call() -> None:
 
 def test_a_timed_out_gate_agy_gives_up_on_ends_as_timed_out() -> None:
     state = MapperState(cascade_id=CASCADE)
-    waiting = own("run_command_waiting.json")
-    (started,) = of(ToolCallStarted, map_step(state, waiting, absolute_index=3))
-    timed_out = copy.deepcopy(waiting)
-    timed_out["status"] = "CORTEX_STEP_STATUS_ERROR"
-    map_step(state, timed_out, absolute_index=3)
-    events = map_step(state, own("error_message.json"), absolute_index=4)
-    (finished,) = of(ToolCallFinished, events)
+    _, events = timed_out_gate(state)
+    (started,) = of(ToolCallStarted, events)
+    (finished,) = of(ToolCallFinished, map_step(state, own("error_message.json"), absolute_index=4))
     assert finished.call_id == started.call_id
     assert finished.outcome is ToolOutcome.ERROR
     assert finished.error is not None
@@ -772,11 +774,7 @@ def test_a_timed_out_gate_agy_gives_up_on_ends_as_timed_out() -> None:
 
 def test_a_different_command_after_a_timeout_is_a_new_call() -> None:
     state = MapperState(cascade_id=CASCADE)
-    waiting = own("run_command_waiting.json")
-    map_step(state, waiting, absolute_index=3)
-    timed_out = copy.deepcopy(waiting)
-    timed_out["status"] = "CORTEX_STEP_STATUS_ERROR"
-    map_step(state, timed_out, absolute_index=3)
+    waiting, _ = timed_out_gate(state)
     other = copy.deepcopy(waiting)
     other["runCommand"]["commandLine"] = other["runCommand"]["proposedCommandLine"] = "ls -la"
     assert [e.call_id for e in of(ToolCallStarted, map_step(state, other, absolute_index=4))] == [
@@ -786,11 +784,8 @@ def test_a_different_command_after_a_timeout_is_a_new_call() -> None:
 
 def test_a_parked_call_survives_a_reader_restart() -> None:
     state = MapperState(cascade_id=CASCADE)
-    waiting = own("run_command_waiting.json")
-    (started,) = of(ToolCallStarted, map_step(state, waiting, absolute_index=3))
-    timed_out = copy.deepcopy(waiting)
-    timed_out["status"] = "CORTEX_STEP_STATUS_ERROR"
-    map_step(state, timed_out, absolute_index=3)
+    waiting, events = timed_out_gate(state)
+    (started,) = of(ToolCallStarted, events)
     restored = MapperState(cascade_id=CASCADE)
     restored.restore_progress(json.loads(json.dumps(state.export_progress())))
     assert of(ToolCallStarted, map_step(restored, waiting, absolute_index=4)) == []
