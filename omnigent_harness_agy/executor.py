@@ -8,6 +8,7 @@ cascade (DESIGN-NOTES §4). This module only translates: configuration in, event
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -32,14 +33,22 @@ from omnigent.inner.executor import (
     TurnComplete,
 )
 
+from omnigent_agy.agy.gemini_home import McpSelection
 from omnigent_agy.interactions.hooks import (
     get_plugin_manager,
     interrupt_session_hook,
     run_turn_hook,
 )
-from omnigent_agy.onboarding.config import AgyConfig, load_config, resolve_executable
+from omnigent_agy.onboarding.agy_home import gemini_seed
+from omnigent_agy.onboarding.config import (
+    AgyConfig,
+    ConfigError,
+    load_config,
+    resolve_executable,
+)
 from omnigent_agy.onboarding.doctor import preflight
 from omnigent_agy.reading import events as ev
+from omnigent_agy.relay.channel import RELAY_SERVER
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
 from omnigent_agy.session.messages import MessageError, newest_user_message, user_message
 from omnigent_agy.session.turns import AgyRestarted, TurnResult
@@ -54,6 +63,7 @@ EFFORT_ENV = "HARNESS_AGY_CLI_REASONING_EFFORT"
 CWD_ENV = "HARNESS_AGY_CLI_CWD"
 TMUX_SOCKET_ENV = "OMNIGENT_AGY_TMUX_SOCKET"
 READY_TIMEOUT_ENV = "OMNIGENT_AGY_READY_TIMEOUT"
+MCP_SERVERS_ENV = "HARNESS_AGY_CLI_MCP_SERVERS"
 DEFAULT_TMUX_SOCKET = "omnigent-agy"
 
 _TOOL_STATUS = {
@@ -183,6 +193,10 @@ class AgyExecutor(Executor):
                 keep=config.keep,
                 ready_timeout=_float_env(self._env, READY_TIMEOUT_ENV, 60.0),
                 preflight=lambda: preflight(config, self._env),
+                gemini_seed=gemini_seed(
+                    config, workspace, self._env, selection=_agent_selection(self._env)
+                ),
+                omnigent_tools=config.omnigent_tools,
             )
             self._session = AgySession(settings, policy=config.permissions, plugin_manager=self._pm)
         return self._session
@@ -220,7 +234,7 @@ class AgyExecutor(Executor):
         system_prompt: str,
         config: object,
     ) -> AsyncIterator[ExecutorEvent]:
-        del session_key, tools  # agy runs its own tools
+        del session_key
         turn_config = config if isinstance(config, ExecutorConfig) else ExecutorConfig()
         try:
             session = self.session()
@@ -238,6 +252,8 @@ class AgyExecutor(Executor):
                 effort=str(effort) if effort else None,
                 prompts=prompts,
                 instructions=system_prompt or None,
+                tools=tools,
+                tool_runner=self._run_omnigent_tool,
             ):
                 translated = self._translate(event, stream)
                 if translated is not None:
@@ -248,7 +264,21 @@ class AgyExecutor(Executor):
             _logger.warning("agy turn failed: %s", type(exc).__name__, exc_info=True)
             yield executor_error_for(exc, secrets=self._secrets())
 
+    async def _run_omnigent_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One of omnigent's tools, called by agy through the relay: omnigent's tool bridge
+        runs it, so its TOOL_CALL / TOOL_RESULT policies apply (and it shows in the
+        transcript, once: agy's own MCP step for it is not translated)."""
+        bridge = self._tool_executor
+        if not callable(bridge):
+            return {"error": "omnigent's tool bridge is not installed in this harness"}
+        result = await bridge(name, arguments)
+        return result if isinstance(result, dict) else {"result": result}
+
     def _translate(self, event: object, stream: _Stream) -> ExecutorEvent | None:  # noqa: PLR0911
+        if isinstance(event, ev.ToolCallStarted | ev.ToolCallFinished) and event.name.startswith(
+            f"{RELAY_SERVER}/"
+        ):
+            return None  # the relay's call: omnigent's bridge already shows it with its result
         if isinstance(event, ev.TextDelta):
             piece = stream.text(event)
             return TextChunk(text=piece) if piece else None
@@ -347,6 +377,18 @@ class AgyExecutor(Executor):
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+
+
+def _agent_selection(env: Mapping[str, str]) -> McpSelection | None:
+    """The agent's own MCP server selection (its YAML's executor.extra.mcp_servers, passed by
+    the spawn-env builder as JSON); None: the config block's applies."""
+    raw = env.get(MCP_SERVERS_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        return McpSelection.parse(json.loads(raw), key="executor.extra.mcp_servers")
+    except ValueError as exc:
+        raise ConfigError(f"the agent's {exc}", key="executor.extra.mcp_servers") from None
 
 
 def _float_env(env: Mapping[str, str], name: str, default: float) -> float:

@@ -8,6 +8,7 @@ Without a builder the harness would get no model and no spec settings at all.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .plugin import MODEL_ENV_KEY
@@ -17,6 +18,10 @@ from .plugin import MODEL_ENV_KEY
 EFFORT_ENV_KEY = "HARNESS_AGY_CLI_REASONING_EFFORT"
 CWD_ENV_KEY = "HARNESS_AGY_CLI_CWD"
 AGENT_ENV_KEY = "HARNESS_AGY_CLI_AGENT_NAME"
+# The agent's choice of the person's MCP servers (docs/configuration.md): its YAML's
+# `executor.extra.mcp_servers`, which omnigent keeps in `spec.llm.extra` (it drops unknown
+# executor keys, and keeps `extra` only when the agent names a model).
+MCP_SERVERS_ENV_KEY = "HARNESS_AGY_CLI_MCP_SERVERS"
 
 
 def _text(value: object) -> str | None:
@@ -42,6 +47,10 @@ def build_spawn_env(
         env[EFFORT_ENV_KEY] = effort
     if (name := _text(getattr(spec, "name", None))) is not None:
         env[AGENT_ENV_KEY] = name
+    extra = getattr(getattr(spec, "llm", None), "extra", None)
+    if isinstance(extra, dict) and extra.get("mcp_servers") is not None:
+        # Checked by the harness (a bad value fails the turn with a code naming the key).
+        env[MCP_SERVERS_ENV_KEY] = json.dumps(extra["mcp_servers"])
     if cwd is not None:
         env[CWD_ENV_KEY] = str(cwd)
     return env

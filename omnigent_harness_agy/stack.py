@@ -18,7 +18,9 @@ tmux socket, wherever tmux put its socket (``TMUX_TMPDIR`` or not).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -198,6 +200,8 @@ class LocalStack:
         if not agy_on_path:
             lines.append(f"    command: {self.agy.path}")
         config.write_text("\n".join(lines) + "\n")
+        if self.private_home:
+            _simulated_sign_in(home / ".gemini")
         return HostHome(name, root, env, socket_name)
 
     # -- life --------------------------------------------------------------------------
@@ -310,6 +314,29 @@ class LocalStack:
             if time.monotonic() > deadline:
                 raise StackError(f"timed out after {timeout:.0f} s waiting for {what}; see {log}")
             time.sleep(0.25)
+
+
+def _simulated_sign_in(gemini_dir: Path) -> None:
+    """The person's ~/.gemini in a private HOME, signed in as agy-sim sees it: what a real agy
+    writes at sign-in (WIRE.md §1b), with a random token of its own. The plugin seeds each
+    conversation's private gemini dir from it, as it does from a real person's."""
+    files = {
+        Path("antigravity-cli") / "antigravity-oauth-token": {
+            "token": {"access_token": secrets.token_urlsafe(24), "refresh_token": "simulated"}
+        },
+        Path("antigravity-cli") / "cache" / "onboarding.json": {
+            "onboardingComplete": True,
+            "consumerOnboardingComplete": True,
+            "enterpriseOnboardingComplete": True,
+        },
+    }
+    for relative, value in files.items():
+        path = gemini_dir / relative
+        if path.exists():
+            continue
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.write_text(json.dumps(value), encoding="utf-8")
+        path.chmod(0o600)
 
 
 def _spawn(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:

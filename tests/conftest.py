@@ -13,8 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gemini_home import PersonGemini, make_person_gemini
 from omnigent.community.harness.agy.stack import TEST_SIMULATOR, LocalStack, write_simulator
 from stack import Conversation, leftovers
+
+from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
@@ -63,3 +66,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in last:
         items.remove(item)
         items.append(item)
+
+
+@pytest.fixture(autouse=True)
+def person_gemini(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> PersonGemini:
+    """The person's ~/.gemini every agy the plugin starts is seeded from (WIRE.md §1b): signed
+    in and onboarded, so a test's agy is the person's agy unless the test says otherwise."""
+    person = make_person_gemini(tmp_path_factory.mktemp("person") / ".gemini")
+    monkeypatch.setenv(GEMINI_HOME_ENV, str(person.path))
+    return person

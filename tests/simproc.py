@@ -24,6 +24,7 @@ from typing import Any
 
 import libtmux
 import psutil
+from gemini_home import make_person_gemini
 
 from omnigent_agy.rpc.client import RpcClient
 
@@ -159,15 +160,22 @@ class SimLauncher:
         survey: bool = False,
         token: str | None = TOKEN,
         wait_ready: bool = True,
+        signed_in: bool = True,
+        trusted: bool = True,
+        **gemini: Any,
     ) -> Sim:
         home = self.root / f"sim{len(self.sims)}"
         workspace, gemini_dir = home / "workspace", home / "gemini"
         workspace.mkdir(parents=True)
         (workspace / "README.md").write_text("# a project\n")
-        if not survey:  # as the plugin does: the survey swallows typed input (WIRE.md §1)
-            settings = gemini_dir / "antigravity-cli" / "settings.json"
-            settings.parent.mkdir(parents=True)
-            settings.write_text(json.dumps({"showFeedbackSurvey": False}))
+        # As the plugin seeds it (WIRE.md §1b): signed in, the workspace trusted, and the
+        # survey off (it swallows typed input, WIRE.md §1).
+        settings: dict[str, Any] = {} if survey else {"showFeedbackSurvey": False}
+        if trusted:
+            settings["trustedWorkspaces"] = [str(workspace.resolve())]
+        make_person_gemini(
+            gemini_dir, signed_in=signed_in, onboarded=signed_in, settings=settings, **gemini
+        )
         sim = Sim(
             pane=None,  # type: ignore[arg-type]
             log=home / "agy.log",

@@ -26,14 +26,26 @@ ALLOWED: dict[str, frozenset[str]] = {
     "reading": frozenset({"rpc"}),
     "interactions": frozenset({"rpc", "reading"}),
     "onboarding": frozenset({"rpc", "agy", "reading", "interactions"}),
-    "session": frozenset({"rpc", "agy", "reading", "interactions", "onboarding"}),
-    "cli": frozenset({"rpc", "agy", "reading", "interactions", "onboarding", "session"}),
+    # omnigent's tools over MCP: the harness's socket and the MCP server agy starts.
+    "relay": frozenset({"rpc", "agy"}),
+    "session": frozenset({"rpc", "agy", "reading", "interactions", "onboarding", "relay"}),
+    "cli": frozenset({"rpc", "agy", "reading", "interactions", "onboarding", "relay", "session"}),
     # The fake agy shares only the wire codec and the error tree with the plugin: a
     # simulator built from the client's own code would agree with the client's mistakes.
     "simulator": frozenset({"rpc"}),
     # The omnigent adapter sits on top; the demo may start the simulator.
     "adapter": frozenset(
-        {"rpc", "agy", "reading", "interactions", "onboarding", "session", "cli", "simulator"}
+        {
+            "rpc",
+            "agy",
+            "reading",
+            "interactions",
+            "onboarding",
+            "relay",
+            "session",
+            "cli",
+            "simulator",
+        }
     ),
 }
 # Only the adapter may import omnigent: everything under omnigent_agy is host-agnostic.

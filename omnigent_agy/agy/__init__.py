@@ -1,6 +1,7 @@
 """agy's process: one agy in a runner-owned tmux server.
 
 Owns the per-conversation private state directory (``statedir``), the tmux server (``terminal``),
-launching or re-attaching to agy with a fresh CSRF token (``launcher``) and the list of agys kept
-running (``running``). May import ``rpc`` only.
+launching or re-attaching to agy with a fresh CSRF token (``launcher``), the list of agys kept
+running (``running``) and the private gemini dir seeded from the person's (``gemini_home``).
+May import ``rpc`` only.
 """

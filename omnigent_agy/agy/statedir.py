@@ -239,14 +239,15 @@ class SessionStateDir:
         self.record_file.unlink(missing_ok=True)
 
 
-def write_private_file(path: Path, text: str) -> None:
-    """Atomically replace ``path`` with ``text``, mode 0600, never following a symlink."""
+def write_private_file(path: Path, content: str | bytes) -> None:
+    """Atomically replace ``path`` with ``content``, mode 0600, never following a symlink."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _FILE_MODE)
+    data = content.encode("utf-8") if isinstance(content, str) else content
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from omnigent_agy.agy.gemini_home import McpSelection
 from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.interactions.hooks import HARNESS_ID
 from omnigent_agy.interactions.policy import (
@@ -51,6 +52,9 @@ _KNOWN_KEYS = (
     "max_kept",
     "tmux_socket",
     "permissions",
+    "gemini_home",
+    "mcp_servers",
+    "omnigent_tools",
 )
 _DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _TMUX_SOCKET = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -92,6 +96,12 @@ class AgyConfig:
     tmux_socket: str | None = None
     """The tmux socket name (`tmux -L NAME`) agy runs under; None: the default."""
     permissions: PermissionPolicy = field(default_factory=PermissionPolicy)
+    gemini_home: str | None = None
+    """The person's gemini dir each conversation's private one is seeded from (WIRE.md §1b)."""
+    mcp_servers: McpSelection = field(default_factory=McpSelection)
+    """Which of the person's MCP servers agy gets (an agent's own selection wins)."""
+    omnigent_tools: bool = True
+    """omnigent's own tools reach agy through the plugin's MCP relay."""
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -272,6 +282,16 @@ def parse_config(
             f"(as in `tmux -L NAME`), not {socket!r}",
             key=f"{KEY}.tmux_socket",
         )
+    gemini_home = section.get("gemini_home")
+    if gemini_home is not None and (not isinstance(gemini_home, str) or not gemini_home.strip()):
+        raise ConfigError(
+            f"{KEY}.gemini_home must be the path of your gemini dir (default ~/.gemini)",
+            key=f"{KEY}.gemini_home",
+        )
+    try:
+        selection = McpSelection.parse(section.get("mcp_servers"), key=f"{KEY}.mcp_servers")
+    except ValueError as exc:
+        raise ConfigError(str(exc), key=f"{KEY}.mcp_servers") from None
     return AgyConfig(
         path=path,
         enabled=enabled,
@@ -282,6 +302,9 @@ def parse_config(
         keep=_keep_policy(section, env),
         tmux_socket=socket,
         permissions=_permissions(section),
+        gemini_home=gemini_home.strip() if gemini_home else None,
+        mcp_servers=selection,
+        omnigent_tools=_bool(section, "omnigent_tools", True),
     )
 
 

@@ -15,6 +15,7 @@ without which no turn can work, the first failure returned as a
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 import pluggy
 
 from omnigent_agy.interactions.hooks import PluginLoadError, get_plugin_manager, onboarding_checks
+from omnigent_agy.onboarding.agy_home import doctor_checks
 from omnigent_agy.onboarding.checks import (
     CheckResult,
     Status,
@@ -132,6 +134,8 @@ def run_doctor(
             results.append(check_signed_in(executable, env=env))
     results.append(check_tmux())
     results.append(check_instructions_file(workspace, fix=fix_instructions))
+    # The folder the plugin's agy reads everything from (WIRE.md §1b), seeded as for a turn.
+    results += doctor_checks(config, workspace, os.environ if env is None else env)
     results += plugin_checks(manager)
     return results
 

@@ -201,6 +201,23 @@ AGY_STATE_DIR_INVALID = FailureKind(
     "omnigent-agy's state directory is unsafe",
     "Fix the owner or permissions named in the message (it must be yours, mode 0700).",
 )
+AGY_ONBOARDING_INCOMPLETE = FailureKind(
+    "agy_onboarding_incomplete",
+    "agy's onboarding is not finished",
+    "Run `agy` in a terminal once and finish its onboarding (omnigent-agy copies "
+    f"~/.gemini/antigravity-cli/cache/onboarding.json); then run {_DOCTOR}.",
+)
+AGY_WORKSPACE_UNTRUSTED = FailureKind(
+    "agy_workspace_untrusted",
+    "agy does not trust this workspace",
+    "omnigent-agy adds the workspace to trustedWorkspaces in agy's private settings; stop "
+    f"this conversation's agy so the next turn seeds it again, and run {_DOCTOR}.",
+)
+AGY_SETTINGS_INVALID = FailureKind(
+    "agy_settings_invalid",
+    "agy's settings cannot be used",
+    f"Fix or remove the file named in the message (it must be a JSON object); run {_DOCTOR}.",
+)
 AGY_INTERNAL = FailureKind(
     "agy_internal",
     "omnigent-agy failed unexpectedly",
@@ -228,6 +245,9 @@ CATALOGUE: tuple[FailureKind, ...] = (
     AGY_LAUNCH_FAILED,
     AGY_TMUX_FAILED,
     AGY_STATE_DIR_INVALID,
+    AGY_ONBOARDING_INCOMPLETE,
+    AGY_WORKSPACE_UNTRUSTED,
+    AGY_SETTINGS_INVALID,
     AGY_INTERNAL,
 )
 _BY_CODE = {kind.code: kind for kind in CATALOGUE}

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pluggy
 
@@ -43,17 +43,15 @@ from omnigent_agy.reading.reader import (
     TurnEnded,
 )
 from omnigent_agy.reading.sink import HandoffSink
-from omnigent_agy.reading.steps import obj
-from omnigent_agy.rpc.endpoint import FollowingClient
+from omnigent_agy.relay.channel import ToolRunner
 from omnigent_agy.rpc.errors import RpcError
 from omnigent_agy.session.binding import (
     AgyBinding,
     PreflightError,
     SessionError,
     SessionSettings,
-    untouched,
 )
-from omnigent_agy.session.turns import AgyRestarted, TurnEvent, TurnTally, with_instructions
+from omnigent_agy.session.turns import AgyRestarted, TurnEvent, TurnTally
 
 __all__ = ["AgySession", "PreflightError", "SessionError", "SessionSettings", "open_gates"]
 
@@ -160,18 +158,29 @@ class AgySession:
         effort: str | None,
         prompts: HostPrompts,
         instructions: str | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+        tool_runner: ToolRunner | None = None,
     ) -> AsyncIterator[TurnEvent]:
-        """Send `text` as the newest user message and yield what agy does until it is idle.
+        """Send `text`, exactly as typed, as the newest user message and yield what agy does
+        until it is idle.
 
-        `instructions` (the agent's prompt) go in front of the first message of a conversation
-        only: agy keeps its own history, so they stay with it for the turns after.
+        `instructions` (the agent's prompt) become agy's own instructions, the GEMINI.md of
+        its private gemini dir, never part of the person's message. `tools` are omnigent's
+        tools for this turn; with the relay on, agy calls them over MCP and `tool_runner`
+        runs them (session/home.py).
         """
         # Declared before agy is even looked at: a sweep deciding now either sees the turn
         # or has stopped agy already, and then ensure_started starts it again.
         await asyncio.to_thread(self._lease.begin_turn)
         try:
             async for event in self._run_turn(
-                text, model=model, effort=effort, prompts=prompts, instructions=instructions
+                text,
+                model=model,
+                effort=effort,
+                prompts=prompts,
+                instructions=instructions,
+                tools=tools,
+                tool_runner=tool_runner,
             ):
                 yield event
         finally:
@@ -185,7 +194,11 @@ class AgySession:
         effort: str | None,
         prompts: HostPrompts,
         instructions: str | None,
+        tools: Sequence[Mapping[str, Any]],
+        tool_runner: ToolRunner | None,
     ) -> AsyncIterator[TurnEvent]:
+        home = self._binding.home
+        home.next_turn(instructions, tools)
         agy = await self.ensure_started()
         if agy.resumed_after is not None and agy.cascade_id is not None:
             yield AgyRestarted(agy.cascade_id, agy.resumed_after)
@@ -213,8 +226,7 @@ class AgySession:
                 # ...except a gate still open: agy waits on it (e.g. a harness restarted while
                 # its card was shown), so it is asked again; a stale one resolves as gone.
                 self._start_interaction(gate)
-            if instructions and await self._first_turn(client, cascade):
-                text = with_instructions(instructions, text)
+            home.open_turn(tool_runner)
             # Not sent again after a move unless it never left: agy may have started the turn.
             await client.run(
                 lambda c: c.send_user_cascade_message(cascade, text, plan_model=resolved.enum),
@@ -224,6 +236,7 @@ class AgySession:
                 yield event
         finally:
             self._turn_running = False
+            home.close_turn()
             for task in list(self._bridge_tasks):
                 task.cancel()
             self._sink.unbind()
@@ -325,12 +338,6 @@ class AgySession:
         return True
 
     # --- helpers --------------------------------------------------------------------------
-
-    async def _first_turn(self, client: FollowingClient, cascade_id: str) -> bool:
-        """Whether the cascade has no user input yet (so the instructions are still owed)."""
-        listed = await client.run(lambda c: c.get_all_cascade_trajectories())
-        summaries = obj(listed.get("trajectorySummaries"))
-        return untouched(summaries.get(cascade_id))
 
     async def _on_rotation(self, event: ConversationRotated) -> None:
         agy = self._binding.agy

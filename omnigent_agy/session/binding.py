@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pluggy
 
+from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.agy.launcher import AgyLaunchSpec, AgyProcess, ensure_agy, reattach
 from omnigent_agy.agy.statedir import SessionStateDir
@@ -42,6 +43,7 @@ from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.discovery import discover_port
 from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient
 from omnigent_agy.rpc.errors import AgyError, RpcError
+from omnigent_agy.session.home import AgyHome
 
 __all__ = ["AgyBinding", "PreflightError", "SessionError", "SessionSettings", "untouched"]
 
@@ -82,7 +84,12 @@ class SessionSettings:
     reader: ReaderSettings = field(default_factory=ReaderSettings)
     env: Mapping[str, str] = field(default_factory=dict)
     preflight: Callable[[], Failure | None] | None = None
-    """Blocking checks before launching agy (run in a thread): the first failure, or None."""
+    """Blocking checks before launching agy (run in a thread): the first failure, or None.
+    When set, agy's gemini dir is checked too (signed in, trusted, settings valid)."""
+    gemini_seed: GeminiSeed | None = None
+    """What agy's private gemini dir is seeded with (WIRE.md §1b); None: left as it is."""
+    omnigent_tools: bool = False
+    """Relay omnigent's tools to agy over MCP (needs `gemini_seed`, which writes the entry)."""
 
 
 def untouched(value: object) -> bool:
@@ -111,6 +118,13 @@ class AgyBinding:
         self._pm = plugin_manager
         self.state = SessionStateDir.open(settings.conversation_id, base=settings.state_base)
         self._terminals = TerminalHost(socket_name=settings.tmux_socket)
+        self.home = AgyHome(
+            self.state,
+            settings.workspace,
+            settings.gemini_seed,
+            relay=settings.omnigent_tools,
+            env=settings.env,
+        )
         self._agy: AgyProcess | None = None
         self._reader: CascadeReader | None = None
         self._endpoint: AgyEndpoint | None = None
@@ -133,7 +147,10 @@ class AgyBinding:
 
     async def ensure_started(self) -> AgyProcess:
         """agy running and answering, the cascade bound and the reader following it."""
+        await self.home.start()
         if self._agy is not None and self._agy.terminal.is_alive() and self.reader_ok():
+            if self.home.stale:
+                self.home.seed(fresh=False)  # this turn's instructions or tools
             return self._agy
         await self._stop_reader()
         spec = AgyLaunchSpec(
@@ -146,11 +163,14 @@ class AgyBinding:
         agy = await reattach(self._terminals, self.state)
         launched = agy is None
         if agy is None:
+            self.home.seed(fresh=True)
             # Only a launch needs the checks: a running agy already passed them.
             await self._preflight()
             agy = await ensure_agy(
                 self._terminals, spec, conversation_id=self.settings.conversation_id
             )
+        else:
+            self.home.seed(fresh=False)  # e.g. a token the person's agy renewed meanwhile
         await self._bind_endpoint(agy)
         client = await self.rpc()
         fresh_cascade = False
@@ -193,6 +213,9 @@ class AgyBinding:
         if check is None:
             return
         failure = await asyncio.to_thread(check)
+        if failure is None:
+            # The agy we start reads only its own folder: check it as agy will see it.
+            failure = self.home.check()
         if failure is not None:
             raise PreflightError(failure)
 
@@ -207,6 +230,7 @@ class AgyBinding:
         if self._agy is not None and not keep:
             await self._agy.stop()
         self._agy = None
+        await self.home.aclose()
 
     async def catalog(self) -> ModelCatalog:
         """agy's models (GetAvailableModels, once per session; never hard-coded, §7)."""

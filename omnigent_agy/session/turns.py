@@ -1,4 +1,4 @@
-"""How one turn ends, and what goes in front of a conversation's first message.
+"""How one turn ends.
 
 `TurnTally` watches a turn's events and decides its `TurnResult` when agy goes idle:
 completed, cancelled (interrupted), or failed (agy reported an error it did not recover from).
@@ -7,7 +7,6 @@ completed, cancelled (interrupted), or failed (agy reported an error it did not 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
 
 from omnigent_agy.reading.events import (
     AssistantMessage,
@@ -82,12 +81,3 @@ class TurnTally:
 
 def _prompt(usage: ModelUsage) -> int:
     return usage.input_tokens + usage.cache_read_tokens
-
-
-INSTRUCTIONS_OPEN: Final = "<instructions>"
-INSTRUCTIONS_CLOSE: Final = "</instructions>"
-
-
-def with_instructions(instructions: str, text: str) -> str:
-    """The first message of a conversation with the agent's prompt in front, delimited."""
-    return f"{INSTRUCTIONS_OPEN}\n{instructions.strip()}\n{INSTRUCTIONS_CLOSE}\n\n{text}"

@@ -44,6 +44,7 @@ from omnigent_agy.simulator.catalog import (
 from omnigent_agy.simulator.connect_app import StreamHandler, UnaryHandler
 from omnigent_agy.simulator.handlers import RpcHandlers
 from omnigent_agy.simulator.history import seed_history
+from omnigent_agy.simulator.mcp_host import McpHost
 from omnigent_agy.simulator.scenarios import ScenarioKnobs, Script, choose, subagent_worker
 from omnigent_agy.simulator.store import ConversationStore
 from omnigent_agy.simulator.turn import Turn, TurnAbortedError, TurnEnv
@@ -150,6 +151,9 @@ class SimEngine:
                 planner_config=self.planner_config,
             )
         self._handlers = RpcHandlers(self)
+        # The process sets these from the gemini dir (simulator/gemini.py, mcp_host.py).
+        self.mcp: McpHost | None = None
+        self.rules: Callable[[], str] = lambda: ""
 
     # -- public interface (the process, the TUI and tests) --------------------------------
     def unary_handlers(self) -> dict[str, UnaryHandler]:
@@ -350,6 +354,8 @@ class SimEngine:
             waiting_timeout=s.waiting_timeout,
             waiting_retries=s.waiting_retries,
             session_id=self._session_id,
+            mcp=self.mcp,
+            rules=self.rules,
         )
 
     async def _run_turn(

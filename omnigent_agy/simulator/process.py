@@ -43,6 +43,8 @@ from omnigent_agy.simulator.connect_app import (
 )
 from omnigent_agy.simulator.engine import EngineSettings, SimEngine
 from omnigent_agy.simulator.faults import FaultInjector, FaultSource
+from omnigent_agy.simulator.gemini import GeminiDir, trust_workspace
+from omnigent_agy.simulator.mcp_host import McpHost
 from omnigent_agy.simulator.server import TlsConnectServer
 from omnigent_agy.simulator.tui import (
     SIGN_IN_HINT,
@@ -197,24 +199,41 @@ class SimProcess:
         self._stop = asyncio.Event()
         self._restart_requested = asyncio.Event()
 
-    async def main(self) -> int:
+    def _tui_and_handlers(self, engine: SimEngine, gemini: GeminiDir) -> tuple[Tui, dict[str, Any]]:
+        """The TUI and the unary handlers, as the gemini dir makes them (signed out, trust)."""
         options = self.options
-        _log.info(STARTING_LINE.format(pid=os.getpid()))
-        engine = SimEngine(self._engine_settings(), workspace=options.workspace)
+        signed_out = options.signed_out or not gemini.signed_in
+        if signed_out:
+            _log.info("signed out: %s", gemini.why_signed_out or "--sim-signed-out")
 
         async def answer(text: str) -> str:
             return await engine.answer_tui(typed_interaction(text))
 
+        def trust() -> None:
+            trust_workspace(options.gemini_dir, options.workspace)
+
+        actions = TuiActions(submit=engine.submit_tui_text, answer=answer, quit=self._stop.set)
+        if not gemini.trusted:
+            actions.trust = trust
         tui = Tui(
-            sys.stdout,
-            TuiActions(submit=engine.submit_tui_text, answer=answer, quit=self._stop.set),
-            signed_out=options.signed_out,
-            survey=survey_enabled(options.gemini_dir),
+            sys.stdout, actions, signed_out=signed_out, survey=survey_enabled(options.gemini_dir)
         )
         engine.add_listener(tui.on_transcript)
-        unary = dict(engine.unary_handlers())
-        if options.signed_out:
-            unary.update({name: _refuse_signed_out for name in _TURN_METHODS if name in unary})
+        unary: dict[str, Any] = dict(engine.unary_handlers())
+        for name in _TURN_METHODS:
+            if name in unary:
+                unary[name] = _refuse_signed_out if signed_out else _until_trusted(tui, unary[name])
+        return tui, unary
+
+    async def main(self) -> int:
+        options = self.options
+        _log.info(STARTING_LINE.format(pid=os.getpid()))
+        engine = SimEngine(self._engine_settings(), workspace=options.workspace)
+        gemini = GeminiDir.read(options.gemini_dir, options.workspace, os.environ)
+        engine.rules = gemini.rules
+        mcp = McpHost(gemini.mcp_servers, cwd=options.workspace)
+        engine.mcp = mcp
+        tui, unary = self._tui_and_handlers(engine, gemini)
         connect = ConnectApp(
             csrf_token=options.csrf_token if options.enforces_csrf else None,
             unary=unary,
@@ -232,8 +251,12 @@ class SimProcess:
             "agy-sim %s: workspace %s, flags %s", options.version, options.workspace, self._flags()
         )
         status = 0
+        # agy starts its MCP servers beside its start-up (when exactly is not recorded); a
+        # turn that calls one of their tools waits until they are listed.
+        mcp_started = asyncio.create_task(_start_mcp(mcp, tui))
         try:
             if not await self._wait_stop(options.startup_delay):
+                tui.write(f"[skills] {', '.join(gemini.skills) or 'none'}")
                 gate.ready = True
                 _log.info(LISTENING_LINE.format(port=server.port))
                 tui.set_ready(engine.tui_cascade_id)
@@ -241,6 +264,8 @@ class SimProcess:
         finally:
             tui.write("[shutting down]")
             await server.stop()
+            mcp_started.cancel()
+            await mcp.aclose()
             await tui.aclose()
             await engine.aclose()
             _log.info("agy-sim stopped")
@@ -335,6 +360,28 @@ def resolve_tui_model(model: str | None, effort: str | None) -> str:
             raise ValueError(f"{base} has no {effort!r} effort variant")
         chosen = variant
     return chosen.model
+
+
+async def _start_mcp(mcp: McpHost, tui: Tui) -> None:
+    for line in await mcp.start():
+        tui.write(line)
+        _log.info(line)
+
+
+def _until_trusted(tui: Tui, handler: Any) -> Any:
+    async def guarded(request: dict[str, Any]) -> dict[str, Any]:
+        if tui.trust_pending:
+            # What real agy answers over RPC while its trust dialog is open is not recorded
+            # (a guess): the turn is refused, naming the dialog.
+            raise ConnectHandlerError(
+                "failed_precondition",
+                'agy is waiting for an answer to "Do you trust this project?" in its terminal',
+                http_status=400,
+            )
+        result: dict[str, Any] = await handler(request)
+        return result
+
+    return guarded
 
 
 async def _refuse_signed_out(_request: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ the command agy "ran", so approving a gate in the simulator is always safe.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,13 @@ class CommandOutcome:
     exit_code: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class McpOutcome:
+    allowed: bool
+    text: str
+    error: bool = False
+
+
 class TurnApi(Protocol):
     """What a scenario may do; every call becomes one or more steps."""
 
@@ -83,6 +91,8 @@ class TurnApi(Protocol):
     def workspace(self) -> Path: ...
     @property
     def knobs(self) -> ScenarioKnobs: ...
+    @property
+    def rules(self) -> str: ...
 
     async def say(
         self,
@@ -103,6 +113,9 @@ class TurnApi(Protocol):
     async def list_directory(self, call: ToolCall, path: Path) -> None: ...
     async def invoke_subagent(self, call: ToolCall, *, role: str, task: str) -> str: ...
     async def model_error(self, user_message: str, short_error: str) -> None: ...
+    async def mcp_tool(
+        self, call: ToolCall, server: str, tool: str, arguments: dict[str, Any]
+    ) -> McpOutcome: ...
 
 
 Script = Callable[[TurnApi], Awaitable[None]]
@@ -331,6 +344,39 @@ async def steering_reply(turn: TurnApi) -> None:
     await turn.say(f"Noted your follow-up: {turn.text}")
 
 
+_MCP_CALL = re.compile(r"\buse\s+([\w.-]+)/([\w.-]+)\s*(\{.*\})?", re.IGNORECASE | re.DOTALL)
+
+
+async def mcp_tool(turn: TurnApi) -> None:
+    """`use SERVER/TOOL {json args}`: call a tool of an MCP server from mcp_config.json."""
+    match = _MCP_CALL.search(turn.text)
+    assert match is not None
+    server, tool, raw = match.groups()
+    try:
+        arguments = json.loads(raw) if raw else {}
+    except ValueError:
+        arguments = {}
+    # How agy names an MCP tool in its planner's call is not recorded (a guess).
+    call = await turn.call_tool(
+        f"mcp_{server}_{tool}", arguments if isinstance(arguments, dict) else {}
+    )
+    outcome = await turn.mcp_tool(
+        call, server, tool, arguments if isinstance(arguments, dict) else {}
+    )
+    if not outcome.allowed:
+        await turn.say(f"Understood, I did not call {server}/{tool}.")
+    elif outcome.error:
+        await turn.say(f"{server}/{tool} failed: {outcome.text}")
+    else:
+        await turn.say(f"{server}/{tool} answered: {outcome.text}")
+
+
+async def recite_rules(turn: TurnApi) -> None:
+    """What the rules file of the gemini dir says (GEMINI.md, read at this turn)."""
+    rules = turn.rules.strip()
+    await turn.say(f"My rules say:\n{rules}" if rules else "I have no rules (no GEMINI.md).")
+
+
 @dataclass(frozen=True, slots=True)
 class Trigger:
     name: str
@@ -340,6 +386,8 @@ class Trigger:
 
 
 TRIGGERS: tuple[Trigger, ...] = (
+    Trigger("mcp_tool", _MCP_CALL.pattern, mcp_tool, "an MCP_TOOL step calling a real MCP server"),
+    Trigger("rules", r"\byour (rules|instructions)\b", recite_rules, "recites GEMINI.md"),
     Trigger("model_error", r"model error", model_error, "an ERROR_MESSAGE step; the turn ends"),
     Trigger("subagent", r"sub-?agent", subagent, "INVOKE_SUBAGENT + a child cascade"),
     Trigger(
@@ -371,16 +419,8 @@ TRIGGERS: tuple[Trigger, ...] = (
 DEFAULT_SCRIPT: Script = plain_answer
 
 
-_INSTRUCTIONS = re.compile(r"\A\s*<instructions>.*?</instructions>\s*", re.DOTALL)
-
-
 def choose(text: str) -> tuple[str, Script]:
-    """The scenario a turn's text selects: first matching trigger, else the plain answer.
-
-    A leading ``<instructions>…</instructions>`` block (the agent prompt omnigent-agy puts in
-    front of a conversation's first message) is not read for triggers: it is not the request.
-    """
-    text = _INSTRUCTIONS.sub("", text, count=1)
+    """The scenario a turn's text selects: first matching trigger, else the plain answer."""
     for trigger in TRIGGERS:
         if re.search(trigger.pattern, text, flags=re.IGNORECASE):
             return trigger.name, trigger.script

@@ -11,6 +11,7 @@ made at a higher index, ``waiting_retries`` times, before the turn gives up.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -23,7 +24,12 @@ from omnigent_agy.simulator.answers import (
     validate_question_answer,
 )
 from omnigent_agy.simulator.cascade import Gate, GateKind
-from omnigent_agy.simulator.scenarios import CommandOutcome, Question, QuestionOutcome
+from omnigent_agy.simulator.scenarios import (
+    CommandOutcome,
+    McpOutcome,
+    Question,
+    QuestionOutcome,
+)
 from omnigent_agy.simulator.turn_steps import StepWriter, TurnAbortedError
 
 ModelError = Callable[[str, str], Awaitable[None]]
@@ -126,6 +132,44 @@ class ToolRuns:
         raise TurnAbortedError("interaction timed out")
 
     # -- gated tools --------------------------------------------------------------------
+    async def mcp_tool(
+        self, call: sf.ToolCall, server: str, tool: str, arguments: dict[str, Any]
+    ) -> McpOutcome | None:
+        """An MCP_TOOL step: gated unless `tool` is in the server's enabledTools (§1b), then
+        the real server's result. None: no such tool. The payload's field names are those
+        the schema gives (serverName, toolCall, resultString); no MCP step was recorded."""
+        steps = self._steps
+        host = steps.env.mcp
+        if host is not None:
+            await host.ready()
+        found = host.find(server, tool) if host is not None else None
+        if host is None or found is None:
+            return None
+        payload = {
+            "serverName": server,
+            "toolCall": {"name": tool, "argumentsJson": json.dumps(arguments)},
+        }
+        index = self._new_tool_step(call, "CORTEX_STEP_TYPE_MCP_TOOL", "mcpTool", payload)
+        step = steps.cascade.steps[index]
+        if tool not in found[0].enabled_tools:
+            request = sf.permission_request(target=f"{server}/{tool}", description=call.tool_action)
+            request["permission"]["resource"]["action"] = "mcp"
+            allowed = await self._gate(
+                index, "permission", request, partial(apply_permission, step)
+            )
+            if not allowed:  # denied, or the wait timed out (a guess: agy carries on)
+                step["mcpTool"]["userRejected"] = True
+                self._finish(index)
+                return McpOutcome(allowed=False, text="")
+        else:
+            steps.set_status(index, sf.S_RUNNING)
+        text, error = await host.call(server, tool, arguments)
+        step["mcpTool"]["resultString"] = text
+        steps.set_status(index, sf.S_ERROR if error else sf.S_DONE)
+        steps.active = None
+        steps.emit("tool", text[:200], index)
+        return McpOutcome(allowed=True, text=text, error=error)
+
     async def run_command(
         self, call: sf.ToolCall, command: str, *, output: str, runtime: float = 0.0
     ) -> CommandOutcome:

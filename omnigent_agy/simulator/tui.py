@@ -8,7 +8,10 @@ Plain line-oriented output (no curses) so it reads the same in a tmux pane, in
 - while ``showFeedbackSurvey`` is not false in ``<gemini_dir>/antigravity-cli/settings.json``
   a feedback survey is open when the process becomes ready and **swallows the first line**
   typed after that;
-- signed out, typed turns are refused with the sign-in hint.
+- signed out, typed turns are refused with the sign-in hint;
+- without the workspace in ``trustedWorkspaces`` the "Do you trust this project?" dialog
+  (WIRE.md §1b) is open at ready and takes every line until it is answered ``1``/``yes``
+  (trust) or ``2``/``no`` (agy exits).
 
 Without a terminal on stdin it only writes; a closed or broken stdout never stops the process.
 """
@@ -35,6 +38,9 @@ _log = logging.getLogger(__name__)
 SIGN_IN_HINT: Final = "You are not signed in. Run `agy` and sign in with your Google account."
 SETTINGS_RELATIVE: Final = Path("antigravity-cli") / "settings.json"
 SURVEY_PROMPT: Final = "How would you rate agy so far? (1-5, feedback survey) "
+TRUST_PROMPT: Final = (
+    "Do you trust this project? {workspace}  1. Yes, trust this folder  2. No, exit"
+)
 HELP: Final = (
     "type a message + Enter to send a turn; /clear starts a new conversation; "
     "/allow, /allow-conversation or /deny answers a permission; "
@@ -121,6 +127,7 @@ class TuiActions:
     submit: Callable[[str], Awaitable[object]]  # a turn, or "/clear"
     answer: Callable[[str], Awaitable[str]] | None = None  # /allow … /answer → a status line
     quit: Callable[[], None] = lambda: None
+    trust: Callable[[], None] | None = None  # set: the trust dialog is open at ready
 
 
 class Tui:
@@ -133,6 +140,8 @@ class Tui:
         self._actions = actions
         self._signed_out = signed_out
         self._survey_pending = survey
+        self._trust_pending = actions.trust is not None
+        self._workspace = ""
         self._ready = False
         self._line_open = False
         self._cascade_id = ""
@@ -174,6 +183,7 @@ class Tui:
         self.write(text, end_line=ends)
 
     def starting(self, version: str, workspace: Path) -> None:
+        self._workspace = str(workspace)
         self.write(f"agy-sim {version} (simulated Antigravity CLI) in {workspace}")
         self.write("checking account eligibility ... (input typed now is lost)")
 
@@ -186,13 +196,20 @@ class Tui:
                 termios.tcflush(self._input_fd, termios.TCIFLUSH)
         state = "ready" if not self._signed_out else f"ready, signed out] [{SIGN_IN_HINT}"
         self.write(f"[{state}] conversation {self._cascade_id or '-'}")
-        if self._survey_pending:
+        if self._trust_pending:
+            self.write(TRUST_PROMPT.format(workspace=self._workspace))
+        elif self._survey_pending:
             self.write(SURVEY_PROMPT)
         self.write(f"({HELP})")
 
     @property
     def ready(self) -> bool:
         return self._ready
+
+    @property
+    def trust_pending(self) -> bool:
+        """The trust dialog is open: agy accepts no turn until it is answered."""
+        return self._trust_pending
 
     # -- input --------------------------------------------------------------------------
     def attach_input(self, stdin: TextIO | None = None) -> bool:
@@ -258,6 +275,9 @@ class Tui:
         text = line.strip()
         if not text:
             return
+        if self._trust_pending:
+            self._answer_trust(text)
+            return
         if self._survey_pending:
             self._survey_pending = False  # the survey ate it, as agy's does (WIRE.md §1)
             self.write("[survey] thanks for your feedback")
@@ -273,6 +293,21 @@ class Tui:
             self.write(f"[error] {SIGN_IN_HINT}")
         else:
             await self._submit(text)
+
+    def _answer_trust(self, text: str) -> None:
+        answer = text.casefold()
+        if answer in ("1", "y", "yes"):
+            self._trust_pending = False
+            if self._actions.trust is not None:
+                self._actions.trust()
+            self.write(f"[trusted] {self._workspace}")
+            if self._survey_pending:
+                self.write(SURVEY_PROMPT)
+        elif answer in ("2", "n", "no"):
+            self.write("[not trusted] exiting")
+            self._actions.quit()
+        else:
+            self.write(TRUST_PROMPT.format(workspace=self._workspace))
 
     async def _answer(self, text: str) -> None:
         if self._actions.answer is None:

@@ -22,6 +22,7 @@ from omnigent_agy.simulator.cascade import Cascade
 from omnigent_agy.simulator.catalog import CatalogModel
 from omnigent_agy.simulator.scenarios import (
     CommandOutcome,
+    McpOutcome,
     Question,
     QuestionOutcome,
     ScenarioKnobs,
@@ -76,6 +77,10 @@ class Turn:
     @property
     def knobs(self) -> ScenarioKnobs:
         return self._env.knobs
+
+    @property
+    def rules(self) -> str:
+        return self._env.rules()
 
     # -- helpers ------------------------------------------------------------------------
     def _usage(self, thinking: str, text: str) -> sf.Usage:
@@ -247,6 +252,15 @@ class Turn:
 
     async def invoke_subagent(self, call: sf.ToolCall, *, role: str, task: str) -> str:
         return await self._tools.invoke_subagent(call, role=role, task=task)
+
+    async def mcp_tool(
+        self, call: sf.ToolCall, server: str, tool: str, arguments: dict[str, Any]
+    ) -> McpOutcome:
+        outcome = await self._tools.mcp_tool(call, server, tool, arguments)
+        if outcome is None:
+            await self.say(f"I have no MCP tool {server}/{tool}.")
+            return McpOutcome(allowed=False, text="", error=True)
+        return outcome
 
     # -- cancellation -------------------------------------------------------------------
     def stop_active(self) -> None:

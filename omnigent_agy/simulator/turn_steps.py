@@ -17,6 +17,7 @@ from pathlib import Path
 from omnigent_agy.simulator import steps_factory as sf
 from omnigent_agy.simulator.cascade import Cascade, TranscriptEvent
 from omnigent_agy.simulator.catalog import CatalogModel
+from omnigent_agy.simulator.mcp_host import McpHost
 from omnigent_agy.simulator.scenarios import ScenarioKnobs
 
 SpawnSubagent = Callable[[Cascade, str, CatalogModel, Callable[[str], None]], Awaitable[str]]
@@ -41,6 +42,8 @@ class TurnEnv:
     waiting_timeout: float
     waiting_retries: int
     session_id: str
+    mcp: McpHost | None = None
+    rules: Callable[[], str] = lambda: ""
 
 
 class StepWriter:

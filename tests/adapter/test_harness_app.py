@@ -371,18 +371,20 @@ def test_no_token_in_the_environment_or_logs_of_the_harness(
     assert token not in json.dumps(dict(os.environ))
 
 
-def test_the_agents_prompt_goes_in_front_of_the_first_message_only(
+def test_the_agents_prompt_is_agys_own_instructions_and_the_message_stays_as_typed(
     harness: HarnessServer, agy_env: dict[str, str]
 ) -> None:
     prompt = "You are a careful reviewer. Ask before running anything."
     harness.turn("hello there", instructions=prompt).until("response.completed")
-    harness.turn("and again", instructions=prompt).until("response.completed")
-    first, second = (
-        s["userInput"]["userResponse"] for s in user_inputs(agy_env, harness.conversation_id)
-    )
-    assert first.startswith("<instructions>\n" + prompt)
-    assert first.endswith("\n\nhello there")
-    assert second == "and again"
+    recited = harness.turn("What do your rules say?", instructions=prompt)
+    recited.until("response.completed")
+    typed = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, harness.conversation_id)]
+    assert typed == ["hello there", "What do your rules say?"]
+    # agy read it from the GEMINI.md of its private gemini dir, at this turn.
+    assert prompt in recited.text()
+    base = Path(agy_env["OMNIGENT_AGY_STATE_DIR"])
+    state = SessionStateDir.open(harness.conversation_id, base=base)
+    assert prompt in (state.gemini_dir / "GEMINI.md").read_text()
 
 
 def test_ps_lists_the_kept_agy_and_stop_ends_it_until_the_next_turn(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pluggy
 import psutil
 import pytest
+from gemini_home import make_person_gemini
 
 from omnigent_agy.interactions import hooks
 from omnigent_agy.interactions.hooks import OnboardingCheck, hookimpl
@@ -433,6 +434,7 @@ def test_plugin_checks_are_run_and_converted(manager: pluggy.PluginManager) -> N
 @needs_tmux
 def test_a_healthy_setup_passes(clean_env: Path, tmp_path: Path) -> None:
     path = config_file(clean_env, "harness:\n  agy-cli:\n    enabled: true\n")
+    make_person_gemini(clean_env / ".gemini")  # the person signed in with agy
     manager = hooks.new_plugin_manager(load_entry_points=False)
     results = run_doctor(
         load_config(path, env={}), tmp_path, env={ENV_PATH: str(AGY_SIM)}, manager=manager
@@ -445,6 +447,12 @@ def test_a_healthy_setup_passes(clean_env: Path, tmp_path: Path) -> None:
         "agy signed in",
         "tmux",
         "instructions file",
+        "agy's folder",
+        "agy's folder: signed in",
+        "agy's folder: onboarding",
+        "agy's folder: workspace trusted",
+        "agy's folder: settings",
+        "agy's folder: MCP servers",
     ]
     assert all(r.status is Status.OK for r in results), results
     assert exit_code(results) == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from omnigent_agy.reading.events import AssistantMessage, ErrorReported, TurnBoundary, UsageReported
 from omnigent_agy.reading.reader import TurnEnded
 from omnigent_agy.reading.steps import ModelUsage, StepKey
-from omnigent_agy.session.turns import TurnTally, with_instructions
+from omnigent_agy.session.turns import TurnTally
 
 KEY = StepKey("c", "t", 0)
 END = TurnEnded("c", KEY, ModelUsage(input_tokens=30, output_tokens=7))
@@ -62,8 +62,3 @@ def test_the_context_fill_is_the_largest_prompt_not_the_last() -> None:
         END, interrupted=False
     )
     assert result.last_call == big
-
-
-def test_instructions_go_in_front_delimited() -> None:
-    text = with_instructions("  Be brief.\n", "hello")
-    assert text == "<instructions>\nBe brief.\n</instructions>\n\nhello"

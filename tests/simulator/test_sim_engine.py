@@ -903,8 +903,7 @@ def test_tui_model_comes_from_settings(workspace: Path) -> None:
         SimEngine(EngineSettings(default_model="nonsense"), workspace=workspace)
 
 
-def test_an_instructions_block_in_front_is_not_read_for_triggers() -> None:
-    prompt = "<instructions>\nAsk a question before you run anything.\n</instructions>\n\n"
-    assert choose(prompt + "hello there")[0] == "plain_answer"
-    assert choose(prompt + "list the files")[0] == "list_directory"
-    assert choose("hello <instructions>run</instructions>")[0] == "approval_command"
+def test_mcp_calls_and_rules_have_their_triggers() -> None:
+    assert choose('please use github/search_issues {"q": "bug"}')[0] == "mcp_tool"
+    assert choose("what do your rules say?")[0] == "rules"
+    assert choose("what are your instructions")[0] == "rules"

@@ -1,0 +1,37 @@
+"""The real harness app for one conversation, served on loopback, with the environment
+omnigent's runner gives it (pointed at agy-sim, see simproc.harness_env)."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from omnigent.community.harness.agy.app import create_app
+from omnigent.community.harness.agy.local import HarnessServer
+from simproc import harness_env
+
+from omnigent_agy.agy.terminal import TerminalHost
+
+
+@contextlib.contextmanager
+def runner_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Set the runner's variables; the tmux server and every agy in it are gone afterwards."""
+    socket_name = f"agy-harness-{uuid.uuid4().hex[:10]}"
+    values = {**harness_env(tmp_path, socket_name), "AGY_SIM_DEBUG_RPC": "1"}
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
+    try:
+        yield values
+    finally:
+        TerminalHost(socket_name=socket_name).kill_server()
+
+
+@contextlib.contextmanager
+def harness_server() -> Iterator[HarnessServer]:
+    """The real harness app (`create_app()`) for a new conversation, served on loopback."""
+    with HarnessServer(create_app(), f"conv_{uuid.uuid4().hex[:12]}") as server:
+        yield server
