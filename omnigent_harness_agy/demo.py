@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
 from omnigent_agy.agy.terminal import TerminalHost
 
 from .app import create_app
 from .local import HarnessServer, Turn
+from .stack import simulated_sign_in
 
 SIMULATOR_FLAGS = {
     "AGY_SIM_STARTUP_DELAY": "1.5",
@@ -100,6 +102,10 @@ def demo_environment(agy: str, *, simulator: bool) -> Iterator[dict[str, str]]:
         }
         if simulator:
             values.update({k: os.environ.get(k, v) for k, v in SIMULATOR_FLAGS.items()})
+            # A person signed in to the simulator: agy's private gemini dir is seeded from it
+            # (WIRE.md §1b); a real agy uses the person's own ~/.gemini.
+            simulated_sign_in(root / "person" / ".gemini")
+            values[GEMINI_HOME_ENV] = str(root / "person" / ".gemini")
         saved = {key: os.environ.get(key) for key in values}
         os.environ.update(values)
         try:

@@ -201,7 +201,7 @@ class LocalStack:
             lines.append(f"    command: {self.agy.path}")
         config.write_text("\n".join(lines) + "\n")
         if self.private_home:
-            _simulated_sign_in(home / ".gemini")
+            simulated_sign_in(home / ".gemini")
         return HostHome(name, root, env, socket_name)
 
     # -- life --------------------------------------------------------------------------
@@ -316,7 +316,7 @@ class LocalStack:
             time.sleep(0.25)
 
 
-def _simulated_sign_in(gemini_dir: Path) -> None:
+def simulated_sign_in(gemini_dir: Path) -> None:
     """The person's ~/.gemini in a private HOME, signed in as agy-sim sees it: what a real agy
     writes at sign-in (WIRE.md §1b), with a random token of its own. The plugin seeds each
     conversation's private gemini dir from it, as it does from a real person's."""

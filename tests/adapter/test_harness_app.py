@@ -20,9 +20,10 @@ from typing import Any
 
 import psutil
 import pytest
+from harnessproc import runner_env
 from omnigent.community.harness.agy.app import create_app
 from omnigent.community.harness.agy.local import HarnessServer, Turn
-from simproc import AGY_SIM, harness_env, wait_for
+from simproc import AGY_SIM, wait_for
 
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
@@ -34,15 +35,8 @@ pytestmark = pytest.mark.tmux
 @pytest.fixture
 def agy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """The environment a runner would give the harness, pointed at agy-sim."""
-    socket_name = f"agy-harness-{uuid.uuid4().hex[:10]}"
-    values = {**harness_env(tmp_path, socket_name), "AGY_SIM_DEBUG_RPC": "1"}
-    for key, value in values.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
-    try:
+    with runner_env(tmp_path, monkeypatch) as values:
         yield values
-    finally:
-        TerminalHost(socket_name=socket_name).kill_server()
 
 
 @pytest.fixture

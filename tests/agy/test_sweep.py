@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from gemini_home import seeded_sim_gemini
 from simproc import AGY_SIM, FAST, wait_exited, wait_for
 
 from omnigent_agy.agy.keep import KeepPolicy, TurnLease, read_activity
@@ -47,10 +48,12 @@ class Agys:
         if workspace is None:
             workspace = self.tmp / f"ws-{conversation}"
             workspace.mkdir()
+        state = SessionStateDir.open(conversation, base=self.base)
+        seeded_sim_gemini(state.gemini_dir, workspace)  # as a session seeds it (WIRE.md §1b)
         spec = AgyLaunchSpec(
             command=(str(AGY_SIM), *FAST, *flags),
             workspace=workspace,
-            state_dir=SessionStateDir.open(conversation, base=self.base),
+            state_dir=state,
             ready_timeout=30.0,
         )
 
