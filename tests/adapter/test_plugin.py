@@ -245,6 +245,20 @@ def _load_agent(home: Path, agent: Path, enabled: str) -> subprocess.CompletedPr
     )
 
 
+def test_an_agents_mcp_servers_reach_the_harness(home: Path) -> None:
+    agent = home / "agent.yaml"
+    agent.write_text(
+        AGENT_YAML.read_text().replace(
+            "# model: gemini-pro",
+            "model: gemini-pro\n  extra:\n    mcp_servers: {allow: [github]}",
+        )
+    )
+    result = _load_agent(home, agent, "1")
+    assert result.returncode == 0, result.stderr
+    env = json.loads(result.stdout.strip().splitlines()[-1])["env"]
+    assert json.loads(env["HARNESS_AGY_CLI_MCP_SERVERS"]) == {"allow": ["github"]}
+
+
 def test_shipped_agent_loads_when_enabled(home: Path) -> None:
     agent = home / "agent.yaml"
     agent.write_text(AGENT_YAML.read_text().replace("# model: gemini-pro", "model: gemini-pro"))

@@ -133,6 +133,10 @@ def test_bad_environment_flag_names_the_variable(config_file: Path, value: str) 
         ("agy-cli: {permissions: {allowed: []}}", "permissions.allowed", "did you mean 'allow'"),
         ("agy-cli: {tmux_socket: 'a/b'}", "harness.agy-cli.tmux_socket", "tmux -L NAME"),
         ("agy-cli: {tmux_socket: 3}", "harness.agy-cli.tmux_socket", "socket name"),
+        ("agy-cli: {gemini_home: ''}", "harness.agy-cli.gemini_home", "gemini dir"),
+        ("agy-cli: {omnigent_tools: 'no'}", "harness.agy-cli.omnigent_tools", "true or false"),
+        ("agy-cli: {mcp_servers: [github]}", "harness.agy-cli.mcp_servers", "allow' or 'deny"),
+        ("agy-cli: {mcp_servers: {allow: [a], deny: [b]}}", "mcp_servers", "not both"),
     ],
 )
 def test_bad_settings_name_the_key(config_file: Path, block: str, key: str, hint: str) -> None:
@@ -364,3 +368,24 @@ def test_a_bad_keep_variable_names_the_variable(
     with pytest.raises(ConfigError, match=message) as caught:
         parse_config({}, path=config_file, env={name: value})
     assert caught.value.key == name
+
+
+def test_the_gemini_home_the_relay_and_the_mcp_servers(config_file: Path) -> None:
+    default = load_config(config_file, env=NO_ENV)
+    assert default.omnigent_tools is True
+    assert default.mcp_servers.admits("anything")
+    write(
+        config_file,
+        """
+        harness:
+          agy-cli:
+            gemini_home: ~/dotfiles/gemini
+            omnigent_tools: false
+            mcp_servers: {deny: [slack]}
+        """,
+    )
+    config = load_config(config_file, env=NO_ENV)
+    assert config.gemini_home == "~/dotfiles/gemini"
+    assert config.omnigent_tools is False
+    assert config.mcp_servers.admits("github")
+    assert not config.mcp_servers.admits("slack")
