@@ -1,6 +1,7 @@
 """How long the reader takes per stream frame carrying one new delta, as the conversation grows.
 
-Run: `.venv/bin/python benchmarks/bench_reader.py`. Prints figures; asserts nothing about time.
+Run: `.venv/bin/python benchmarks/bench_reader.py [--quick]`. Prints figures; asserts nothing
+about time.
 This is the reader's whole per-frame path — decode the update, map the changed step, publish,
 save the durable cursor — without the network, so the rows compare history sizes only
 (DESIGN-NOTES §6: the work per frame must not grow with the conversation's length).
@@ -41,10 +42,11 @@ def seconds_per_frame(prior_steps: int, frames: list[dict[str, Any]], directory:
 
 
 def main() -> None:
+    sizes = (100,) if "--quick" in sys.argv else (100, 1_000, 10_000)
     print(f"reader: microseconds per frame with one new delta ({FRAMES} frames, best of {ROUNDS})")
     print(f"{'prior steps':>12} {'µs/frame':>10} {'cursor bytes':>13}")
     with tempfile.TemporaryDirectory() as tmp:
-        for prior in (100, 1_000, 10_000):
+        for prior in sizes:
             directory = Path(tmp) / str(prior)
             frames = generating_frames(prior, FRAMES)
             micro = seconds_per_frame(prior, frames, directory) * 1e6

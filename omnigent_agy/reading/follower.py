@@ -130,7 +130,6 @@ class Follower:
         """
         follow = self.follow
         state = follow.state
-        committed = state.committed_count
         durable = False
         for index, step in positioned:
             if follow.trajectory_id is None and isinstance(step, Mapping):
@@ -139,8 +138,9 @@ class Follower:
                 self._track_turn(event)
                 self._sink.publish(event)
                 durable = durable or not _is_growth(event)
-        durable = self._maybe_end_turn() or durable or state.committed_count != committed
-        if durable:
+        # A step that commits without an event (a quiet step without usage) is not worth a
+        # write: a restart maps it again to nothing.
+        if self._maybe_end_turn() or durable:
             self.save_cursor()
 
     # --- the turn -----------------------------------------------------------------------------

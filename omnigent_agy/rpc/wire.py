@@ -44,9 +44,10 @@ _PREFIX: Final = struct.Struct(">BI")
 
 @dataclass(frozen=True, slots=True)
 class DataFrame:
-    """One data message of a stream."""
+    """One data message of a stream (``size``: its payload's bytes on the wire)."""
 
     message: dict[str, Any]
+    size: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +82,10 @@ class EnvelopeDecoder:
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self._max_frame_bytes = max_frame_bytes
+        # Bytes of an envelope not complete yet. A chunk that completes envelopes is parsed
+        # in place: a frame is copied once (its payload slice), never through this buffer.
         self._buffer = bytearray()
-        self._pending: tuple[int, int] | None = None  # (flags, length) once the prefix is read
+        self._needed = _PREFIX.size  # bytes the buffered envelope needs before it completes
         self._ended = False
 
     @property
@@ -96,40 +99,52 @@ class EnvelopeDecoder:
             return []
         if self._ended:
             raise ProtocolError(f"{len(data)} bytes arrived after the end-of-stream envelope")
-        self._buffer += data
+        if self._buffer:
+            self._buffer += data
+            if len(self._buffer) < self._needed:
+                return []  # a large frame arriving chunk by chunk: no work until it is whole
+            if self._needed == _PREFIX.size:
+                self._needed += self._check_prefix(self._buffer, 0)[1]
+                if len(self._buffer) < self._needed:
+                    return []
+            data = bytes(self._buffer)
+            self._buffer.clear()
         frames: list[Frame] = []
-        while True:
-            if self._pending is None:
-                if len(self._buffer) < _PREFIX.size:
-                    return frames
-                self._pending = self._read_prefix()
-            flags, length = self._pending
-            if len(self._buffer) < length:
-                return frames
-            payload = bytes(self._buffer[:length])
-            del self._buffer[:length]
-            self._pending = None
-            frame = self._decode(flags, payload)
+        position, size = 0, len(data)
+        while size - position >= _PREFIX.size:
+            flags, length = self._check_prefix(data, position)
+            end = position + _PREFIX.size + length
+            if end > size:
+                break
+            frame = self._decode(flags, data[position + _PREFIX.size : end])
+            position = end
             frames.append(frame)
             if isinstance(frame, EndStream):
-                if self._buffer:
+                if position < size:
                     raise ProtocolError(
-                        f"{len(self._buffer)} bytes arrived after the end-of-stream envelope"
+                        f"{size - position} bytes arrived after the end-of-stream envelope"
                     )
                 return frames
+        if position < size:
+            self._buffer += data[position:] if position else data
+            self._needed = _PREFIX.size
+            if size - position >= _PREFIX.size:
+                self._needed += self._check_prefix(self._buffer, 0)[1]
+        return frames
 
     def close(self) -> None:
         """Declare the input finished; raises if it stopped inside an envelope."""
-        if self._pending is not None or self._buffer:
+        if self._buffer:
             have = len(self._buffer)
-            want = _PREFIX.size if self._pending is None else self._pending[1]
+            if have >= _PREFIX.size:
+                have -= _PREFIX.size
+            want = self._needed - _PREFIX.size if self._needed > _PREFIX.size else _PREFIX.size
             raise ProtocolError(
                 f"truncated envelope: the stream ended after {have} of {want} bytes"
             )
 
-    def _read_prefix(self) -> tuple[int, int]:
-        flags, length = _PREFIX.unpack_from(self._buffer)
-        del self._buffer[: _PREFIX.size]
+    def _check_prefix(self, data: bytes | bytearray, position: int) -> tuple[int, int]:
+        flags, length = _PREFIX.unpack_from(data, position)
         if flags & FLAG_COMPRESSED:
             raise ProtocolError("compressed envelope, but no compression was negotiated")
         if flags & ~FLAG_END_STREAM:
@@ -145,7 +160,7 @@ class EnvelopeDecoder:
     def _decode(self, flags: int, payload: bytes) -> Frame:
         body = _loads_object(payload) if payload or not flags & FLAG_END_STREAM else {}
         if not flags & FLAG_END_STREAM:
-            return DataFrame(body)
+            return DataFrame(body, len(payload))
         self._ended = True
         metadata = body.get("metadata")
         error = body.get("error")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pluggy
+import psutil
 
 from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.keep import KeepPolicy
@@ -126,6 +127,7 @@ class AgyBinding:
             env=settings.env,
         )
         self._agy: AgyProcess | None = None
+        self._agy_process: psutil.Process | None = None  # the bound agy's, once looked at
         self._reader: CascadeReader | None = None
         self._endpoint: AgyEndpoint | None = None
         self._client: FollowingClient | None = None
@@ -148,7 +150,7 @@ class AgyBinding:
     async def ensure_started(self) -> AgyProcess:
         """agy running and answering, the cascade bound and the reader following it."""
         await self.home.start()
-        if self._agy is not None and self._agy.terminal.is_alive() and self.reader_ok():
+        if self._agy is not None and self.reader_ok() and self._still_running(self._agy):
             if self.home.stale:
                 self.home.seed(fresh=False)  # this turn's instructions or tools
             return self._agy
@@ -207,6 +209,25 @@ class AgyBinding:
         if not ready:
             raise SessionError("agy's conversation stream never answered", code="agy_unreachable")
         return agy
+
+    def _still_running(self, agy: AgyProcess) -> bool:
+        """Whether the bound agy still runs: every turn asks, so after the first look (tmux's
+        pane) only its process is checked. A libtmux query runs a tmux subprocess, which
+        costs 0.1 s on a busy machine (docs/performance.md, turn overhead); the pane's process
+        is agy itself (the trampoline execs it), so a pane that goes away takes it along."""
+        process = self._agy_process
+        if process is None or process.pid != agy.pid:
+            if not agy.terminal.is_alive():
+                return False
+            try:
+                self._agy_process = psutil.Process(agy.pid)
+            except psutil.NoSuchProcess:
+                return False
+            return True
+        try:  # is_running also compares the start time: a reused pid is not ours
+            return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
 
     async def _preflight(self) -> None:
         check = self.settings.preflight

@@ -1,0 +1,36 @@
+"""Every benchmark runs once with small sizes (--quick), so the scripts keep working.
+
+Nothing about time is asserted: only that each script ends well and prints its tables.
+`tox -e bench` runs them in full (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO_ROOT
+
+BENCHMARKS = REPO_ROOT / "benchmarks"
+SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("bench_*.py"))
+
+
+def test_the_runner_knows_every_script() -> None:
+    runner = (BENCHMARKS / "run.py").read_text(encoding="utf-8")
+    assert [name for name in SCRIPTS if f'"{name}"' not in runner] == []
+
+
+@pytest.mark.tmux
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_benchmark_runs_quick(script: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip(), "the benchmark printed no table"
