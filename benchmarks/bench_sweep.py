@@ -1,10 +1,11 @@
 """What a sweep costs, and what one kept agy-sim holds, as the number of kept agys grows.
 
-Run: `.venv/bin/python benchmarks/bench_sweep.py`. Starts agy-sim processes in a private tmux
-server (stopped at the end, whatever happens), then prints, per count of running agys, the
-time of a survey (`omnigent-agy ps`'s work) and of a sweep that stops nothing, and the RSS
-`ps` reports for one agy. Asserts nothing about time: every harness process sweeps at most
-every 10 minutes, so what matters is that a survey stays well under a second per agy.
+Run: `.venv/bin/python benchmarks/bench_sweep.py [--quick]` (`--quick`: one agy). Starts
+agy-sim processes in a private tmux server (stopped at the end, whatever happens), then
+prints, per count of running agys, the time of a survey (`omnigent-agy ps`'s work) and of a
+sweep that stops nothing, and the RSS `ps` reports for one agy. Asserts nothing about time:
+every harness process sweeps at most every 10 minutes, so what matters is that a survey stays
+well under a second per agy.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def main() -> None:
         try:
             print("agys  survey ms (median)  sweep ms (median)  rss MB per agy")
             launched = 0
-            for count in COUNTS:
+            for count in (1,) if "--quick" in sys.argv else COUNTS:
                 while launched < count:
                     asyncio.run(_launch(terminals, base, root, f"conv-{launched}"))
                     launched += 1

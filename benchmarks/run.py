@@ -20,6 +20,7 @@ SCRIPTS = (
     "bench_turn.py",
     "bench_reader.py",
     "bench_mapper.py",
+    "bench_sweep.py",
 )
 
 
