@@ -18,6 +18,12 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from gemini_home import seeded_sim_gemini
+
 from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.agy.launcher import AgyLaunchSpec, launch_agy
 from omnigent_agy.agy.statedir import SessionStateDir
@@ -33,10 +39,12 @@ POLICY = KeepPolicy(idle_stop_after=4 * 3600.0, max_kept=None)
 async def _launch(terminals: TerminalHost, base: Path, root: Path, name: str) -> None:
     workspace = root / f"ws-{name}"
     workspace.mkdir()
+    state = SessionStateDir.open(name, base=base)
+    seeded_sim_gemini(state.gemini_dir, workspace)  # signed in, as a session seeds it (§1b)
     spec = AgyLaunchSpec(
         command=(str(AGY_SIM), "--sim-startup-delay", "0.3"),
         workspace=workspace,
-        state_dir=SessionStateDir.open(name, base=base),
+        state_dir=state,
         ready_timeout=60.0,
     )
     agy = await launch_agy(terminals, spec, conversation_id=name)
@@ -73,6 +81,20 @@ def main() -> None:
                 )
         finally:
             terminals.kill_server()
+            _wait_gone(root)  # agy-sim writes in its gemini dir until it has exited
+
+
+def _wait_gone(root: Path, timeout: float = 15.0) -> None:
+    """Until no process started with a path under `root` runs (the folder can then go)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(str(root) in " ".join(p.info["cmdline"] or ()) for p in _processes()):
+            return
+        time.sleep(0.05)
+
+
+def _processes() -> list[psutil.Process]:
+    return list(psutil.process_iter(["cmdline"]))
 
 
 if __name__ == "__main__":

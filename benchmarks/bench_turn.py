@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from common import options, table
+from gemini_home import make_person_gemini
 from omnigent.harnesses.antigravity_native import rpc as builtin_rpc
 from simproc import AGY_SIM, TOKEN, sim_launcher
 
+from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.interactions.prompts import PolicyAction, PolicyVerdict
 from omnigent_agy.reading.reader_state import ReaderSettings
 from omnigent_agy.rpc.client import RpcClient
@@ -93,6 +95,7 @@ def instrumented() -> Iterator[Stamps]:
 async def session_turns(root: Path, turns: int) -> dict[str, Any]:
     workspace = root / "workspace"
     workspace.mkdir(parents=True)
+    person = make_person_gemini(root / "person-gemini")  # signed in (WIRE.md §1b)
     settings = SessionSettings(
         conversation_id=f"bench-{uuid.uuid4().hex[:8]}",
         workspace=workspace,
@@ -101,6 +104,7 @@ async def session_turns(root: Path, turns: int) -> dict[str, Any]:
         tmux_socket=f"omnigent-agy-bench-{uuid.uuid4().hex[:8]}",
         keep_agy_running=False,
         reader=ReaderSettings(),
+        gemini_seed=GeminiSeed(source=person.path, workspace=workspace),
     )
     session = AgySession(settings)
     figures: dict[str, Any] = {"overhead": [], "handshakes": []}
