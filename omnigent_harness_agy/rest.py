@@ -230,6 +230,17 @@ class EventStream:
         self.seen.append(event)
         return event
 
+    def drain(self) -> list[Json]:
+        """Every event that has arrived and not been read yet, without waiting."""
+        drained: list[Json] = []
+        while True:
+            try:
+                event = self._queue.get_nowait()
+            except queue.Empty:
+                return drained
+            self.seen.append(event)
+            drained.append(event)
+
     def until(self, predicate: Callable[[Json], bool], what: str, timeout: float = 60.0) -> Json:
         """Read events until one matches `predicate`; that event."""
         deadline = time.monotonic() + timeout

@@ -9,7 +9,7 @@ spawns the harness process, which starts agy in a private tmux server.
 Isolation: omnigent keeps its state under ``~/.omnigent`` (config, database, host identity), so
 the stack runs with a HOME of its own, except with a real agy, whose sign-in is bound to the
 person's HOME (WIRE.md §1b): then HOME stays and ``OMNIGENT_CONFIG_HOME`` /
-``OMNIGENT_DATA_DIR`` / ``XDG_STATE_HOME`` point into the private folder instead. Ports are
+``OMNIGENT_DATA_DIR`` point into the private folder instead. Ports are
 free ones picked at start; only 127.0.0.1 is ever used. Stopping the stack stops the host, the
 server, the tmux server and every process left whose command line names the stack's folder or
 tmux socket, wherever tmux put its socket (``TMUX_TMPDIR`` or not).
@@ -35,7 +35,10 @@ from typing import Self
 import httpx
 import libtmux
 import psutil
+import yaml
 from libtmux.exc import LibTmuxException
+
+from omnigent_agy.cli import agent_yaml_path
 
 from .rest import OmnigentClient
 
@@ -56,6 +59,12 @@ SERVER_TIMEOUT = 120.0
 HOST_TIMEOUT = 120.0
 
 Progress = Callable[[str], None]
+
+
+def agent_name() -> str:
+    """The name of the shipped agent (`omnigent-agy agent-path`), as sessions are opened with."""
+    spec = yaml.safe_load(agent_yaml_path().read_text(encoding="utf-8"))
+    return str(spec["name"])
 
 
 class StackError(RuntimeError):
@@ -116,8 +125,9 @@ class HostHome:
 
     @property
     def state_dir(self) -> Path:
-        """The plugin's per-conversation records (statedir.default_state_base)."""
-        return Path(self.env["XDG_STATE_HOME"]) / "omnigent-agy"
+        """The plugin's per-conversation records (statedir.default_state_base; the runner
+        gives the harness HOME but not XDG_STATE_HOME)."""
+        return Path(self.env["HOME"]) / ".local" / "state" / "omnigent-agy"
 
     @property
     def log(self) -> Path:
@@ -184,7 +194,6 @@ class LocalStack:
                 "HOME": str(home.expanduser()),
                 "OMNIGENT_CONFIG_HOME": str(root / "home" / ".omnigent"),
                 "OMNIGENT_DATA_DIR": str(root / "home" / ".omnigent"),
-                "XDG_STATE_HOME": str(root / "state"),
                 # The host and the harness must not open a browser, even where one exists.
                 "BROWSER": "true",
             }
@@ -196,7 +205,10 @@ class LocalStack:
         socket_name = f"omnigent-agy-{name}-{self._token}"
         config = Path(env["OMNIGENT_CONFIG_HOME"]) / "config.yaml"
         config.parent.mkdir(parents=True, exist_ok=True)
-        lines = ["harness:", f"  {HARNESS_ID}:", f"    tmux_socket: {socket_name}"]
+        # Each host its own name (`host.name`; its id is generated): the server lists one host
+        # per name, so two hosts named after this machine would hide each other.
+        lines = ["host:", f"  name: omnigent-agy-{name}"]
+        lines += ["harness:", f"  {HARNESS_ID}:", f"    tmux_socket: {socket_name}"]
         if not agy_on_path:
             lines.append(f"    command: {self.agy.path}")
         config.write_text("\n".join(lines) + "\n")
@@ -276,10 +288,9 @@ class LocalStack:
         for host in reversed(self.hosts):
             _stop_process(host.process)
         _stop_process(self.server)
-        sockets = [host.tmux_socket for host in self.hosts]
-        for name in sockets:
-            _kill_tmux(name, self.base_env)
-        _sweep([str(self.root), *sockets])
+        for host in self.hosts:
+            _kill_tmux(host.tmux_socket, host.env)
+        _sweep([str(self.root), *(host.tmux_socket for host in self.hosts)])
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -361,12 +372,24 @@ def _stop_process(process: subprocess.Popen[bytes] | None) -> None:
         process.wait(10)
 
 
+def _socket_candidates(socket_name: str, env: Mapping[str, str]) -> list[Path]:
+    """Where tmux puts the socket `socket_name`: under ``TMUX_TMPDIR`` when the harness was
+    given it, else under /tmp (either may happen; the runner builds the harness's env)."""
+    tmpdirs = dict.fromkeys([env.get("TMUX_TMPDIR") or "/tmp", "/tmp"])  # noqa: S108
+    return [Path(tmpdir) / f"tmux-{os.getuid()}" / socket_name for tmpdir in tmpdirs]
+
+
+def tmux_socket_path(host: HostHome) -> Path | None:
+    """The socket of the tmux server `host`'s agys run in, once one is running."""
+    for path in _socket_candidates(host.tmux_socket, host.env):
+        if path.exists() and libtmux.Server(socket_path=path).is_alive():
+            return path
+    return None
+
+
 def _kill_tmux(socket_name: str, env: Mapping[str, str]) -> None:
-    """Stop the tmux server named `socket_name` both where ``TMUX_TMPDIR`` puts sockets and
-    at tmux's default place: the harness process may have been given either."""
-    tmpdirs = {env.get("TMUX_TMPDIR") or "/tmp", "/tmp"}  # noqa: S108 - tmux's own default
-    for tmpdir in tmpdirs:
-        path = Path(tmpdir) / f"tmux-{os.getuid()}" / socket_name
+    """Stop the tmux server named `socket_name` wherever its socket is."""
+    for path in _socket_candidates(socket_name, env):
         if path.exists():
             server = libtmux.Server(socket_path=path)
             with contextlib.suppress(LibTmuxException):

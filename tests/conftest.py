@@ -61,6 +61,14 @@ def conversation(stack: LocalStack) -> Iterator[Conversation]:
         yield opened
 
 
+@pytest.fixture
+def stack_restarted_disabled(stack: LocalStack) -> LocalStack:
+    """The shared stack after `omnigent-agy disable` and a restart of the server and hosts,
+    as the README tells a person to do. Tests using it run last (below)."""
+    stack.restart(enabled=False)
+    return stack
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     last = [item for item in items if RESTARTS_STACK in getattr(item, "fixturenames", ())]
     for item in last:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,13 +20,15 @@ from typing import Any, Self
 
 import psutil
 from omnigent.community.harness.agy.rest import EventStream, Json, OmnigentClient, choose
-from omnigent.community.harness.agy.stack import HARNESS_ID, HostHome, LocalStack
+from omnigent.community.harness.agy.stack import HARNESS_ID, HostHome, LocalStack, agent_name
 
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.rpc.client import RpcClient
 
-TURN_ENDS = ("response.completed", "response.cancelled", "response.failed")
-AGENT = "Antigravity-CLI"  # the shipped agent's name (omnigent_harness_agy/agy-cli.yaml)
+# How a turn ends on the session's stream; Stop shows as `session.interrupted` (omnigent sends
+# no response.cancelled for it).
+TURN_ENDS = ("response.completed", "response.cancelled", "response.failed", "session.interrupted")
+AGENT = agent_name()  # the shipped agent's (omnigent_harness_agy/agy-cli.yaml)
 
 
 def wait_until[T](probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
@@ -56,13 +59,21 @@ def ready_host(stack: LocalStack, host: HostHome) -> str:
 class Conversation:
     """One omnigent session of the shipped agent, its event stream open from the start."""
 
-    def __init__(self, stack: LocalStack, host: HostHome | None = None, **create: Any) -> None:
+    def __init__(
+        self,
+        stack: LocalStack,
+        host: HostHome | None = None,
+        *,
+        wait_ready: bool = True,
+        **create: Any,
+    ) -> None:
+        """A new session on `host` (the main one by default), once the host reports the
+        harness ready unless `wait_ready` is false; `create` goes into ``POST /v1/sessions``."""
         self.stack = stack
         self.host = host or stack.main
         self.client: OmnigentClient = stack.client
-        self.id = self.client.create_session(
-            AGENT, ready_host(stack, self.host), str(stack.workspace), **create
-        )
+        host_id = ready_host(stack, self.host) if wait_ready else str(self.host.host_id)
+        self.id = self.client.create_session(AGENT, host_id, str(stack.workspace), **create)
         self.events: EventStream = self.client.stream(self.id)
 
     def __enter__(self) -> Self:
@@ -164,6 +175,18 @@ def agy_steps(host: HostHome, session_id: str) -> list[Json]:
 
 def user_inputs(host: HostHome, session_id: str) -> list[Json]:
     return [s for s in agy_steps(host, session_id) if s["type"] == "CORTEX_STEP_TYPE_USER_INPUT"]
+
+
+def typed_text(step: Json) -> str:
+    """What a USER_INPUT step says the person typed, without the agent's instructions that the
+    plugin may put in front of a conversation's first message."""
+    text = str(step["userInput"]["userResponse"])
+    return re.sub(r"\A<instructions>.*?</instructions>\s*", "", text, flags=re.DOTALL)
+
+
+def typed(conversation: Conversation) -> list[str]:
+    """The person's messages as agy's current conversation has them, oldest first."""
+    return [typed_text(s) for s in user_inputs(conversation.host, conversation.id)]
 
 
 def plan_model(step: Json) -> str:

@@ -36,6 +36,21 @@ def _identity(interaction: dict[str, Any]) -> dict[str, Any]:
     return echo
 
 
+#: Scopes that let an allowed command run again without asking (see `lasting_allow`).
+LASTING_SCOPES: Final = PERMISSION_SCOPES - {
+    "PERMISSION_SCOPE_UNSPECIFIED",
+    "PERMISSION_SCOPE_ONCE",
+}
+
+
+def lasting_allow(interaction: dict[str, Any]) -> bool:
+    """Whether a permission answer allows the command beyond this one step (WIRE.md §6 knows
+    the scopes only from the schema [S]; the simulator guesses that agy then does not ask
+    again for the same command in this conversation)."""
+    answer = interaction.get("permission") or {}
+    return answer.get("allow") is True and answer.get("scope") in LASTING_SCOPES
+
+
 def apply_permission(step: Step, interaction: dict[str, Any]) -> bool:
     """Record a permission answer; returns whether the command may run."""
     answer = interaction.get("permission")

@@ -82,6 +82,8 @@ class Cascade:
     plan_models: list[str] = field(default_factory=list)
     cancel_requests: list[dict[str, Any]] = field(default_factory=list)
     interactions: list[dict[str, Any]] = field(default_factory=list)
+    # Commands allowed with a scope beyond this one step (docs/simulator.md: a guess).
+    allowed_commands: set[str] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
     _log: list[int] = field(default_factory=list)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)

@@ -21,6 +21,7 @@ from omnigent_agy.simulator import steps_factory as sf
 from omnigent_agy.simulator.answers import (
     apply_permission,
     apply_question,
+    lasting_allow,
     validate_question_answer,
 )
 from omnigent_agy.simulator.cascade import Gate, GateKind
@@ -185,12 +186,23 @@ class ToolRuns:
                 "blocking": True,
             }
             index = self._new_tool_step(call, "CORTEX_STEP_TYPE_RUN_COMMAND", "runCommand", payload)
-            step = self._steps.cascade.steps[index]
+            cascade = self._steps.cascade
+            step = cascade.steps[index]
+
+            def answer(target: str, interaction: dict[str, Any]) -> bool:
+                allowed = apply_permission(step, interaction)
+                if lasting_allow(interaction):
+                    cascade.allowed_commands.add(target)
+                return allowed
+
             # Chained commands: one gate per part, on the same step (WIRE.md §6).
             while pending:
+                if pending[0] in cascade.allowed_commands:
+                    pending.pop(0)  # allowed for the conversation earlier: not asked again
+                    continue
                 request = sf.permission_request(target=pending[0], description=call.tool_action)
                 allowed = await self._gate(
-                    index, "permission", request, partial(apply_permission, step)
+                    index, "permission", request, partial(answer, pending[0])
                 )
                 if allowed is None:
                     return None

@@ -33,3 +33,58 @@ def test_a_denied_command_does_not_run_and_the_turn_carries_on(
     # agy carried on after the denial: an answer follows the call.
     assert items[-1]["type"] == "message"
     assert items[-1]["role"] == "assistant"
+
+
+def test_allow_for_this_conversation_is_not_asked_again(conversation: Conversation) -> None:
+    conversation.send("Please run: echo remembered")
+    card = conversation.card()
+    conversation.answer(card, "Allow “echo remembered” for this conversation")
+    conversation.turn_end()
+    asked = len(conversation.seen("response.elicitation_request"))
+    assert conversation.say("Please run: echo remembered")["type"] == "response.completed"
+    assert len(conversation.seen("response.elicitation_request")) == asked, "asked again"
+    assert conversation.outputs() == ["remembered\n", "remembered\n"]
+
+
+def answered(conversation: Conversation, ask: str, *picks: str | list[str]) -> str:
+    """Send `ask`, answer the question card with `picks`; agy's reply to the answers."""
+    conversation.send(ask)
+    card = conversation.card()
+    conversation.answer(card, *picks)
+    assert conversation.turn_end()["type"] == "response.completed"
+    return conversation.assistant_texts()[-1]
+
+
+def test_a_single_choice_question_is_answered(conversation: Conversation) -> None:
+    reply = answered(conversation, "Ask me a question about the colour", "Blue")
+    assert "Which color should the button be? → Blue" in reply
+
+
+def test_a_multi_select_question_is_answered(conversation: Conversation) -> None:
+    reply = answered(conversation, "Ask me a multi choice", ["Lint", "Unit tests"])
+    assert "Which checks should I run? → Lint, Unit tests" in reply
+
+
+def test_several_questions_are_answered_together(conversation: Conversation) -> None:
+    extras = ["Docs", "CI workflow"]
+    reply = answered(conversation, "Let us do a short survey", "Go", "pytest", extras)
+    assert "Which language should the tool use? → Go" in reply
+    assert "Which test framework? → pytest" in reply
+    assert "Which extras do you want? → Docs, CI workflow" in reply
+
+
+def test_a_write_in_answer_in_a_form_reaches_agy(conversation: Conversation) -> None:
+    # The form's "Type something" field: text that is none of the options is the person's own.
+    reply = answered(conversation, "Let us do a short survey", "Go", "nose2", ["Docs"])
+    assert "Which test framework? → “nose2”" in reply
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=LookupError,
+    reason="a single-select question is shown as a choice card (buttons only), which has no "
+    "field to type an answer of one's own (issue 9 §1 'Cards read like internals')",
+)
+def test_a_write_in_answer_to_a_single_question_reaches_agy(conversation: Conversation) -> None:
+    reply = answered(conversation, "Ask me a write-in question", "toolbox")
+    assert "What should the new module be called? → “toolbox”" in reply

@@ -907,3 +907,28 @@ def test_mcp_calls_and_rules_have_their_triggers() -> None:
     assert choose('please use github/search_issues {"q": "bug"}')[0] == "mcp_tool"
     assert choose("what do your rules say?")[0] == "rules"
     assert choose("what are your instructions")[0] == "rules"
+
+
+def test_a_command_allowed_for_the_conversation_is_not_asked_again(workspace: Path) -> None:
+    async def body(sim: Sim) -> None:
+        cid = await sim.start()
+        await sim.send(cid, "run: echo again")
+        index, _ = await sim.waiting(cid)
+        scope = "PERMISSION_SCOPE_CONVERSATION"
+        await sim.answer(cid, index, permission={"allow": True, "scope": scope})
+        await sim.idle(cid)
+        await sim.send(cid, "run: echo again")
+        steps = await sim.idle(cid)
+        commands = [s for s in steps if short(s)[0] == "RUN_COMMAND"]
+        assert [short(c) for c in commands] == [("RUN_COMMAND", "DONE")] * 2
+        assert "requestedInteraction" not in commands[1]
+        assert not commands[1]["runCommand"].get("userRejected")
+        # Allowed once only: the next one asks again.
+        await sim.send(cid, "run: echo other")
+        index, _ = await sim.waiting(cid)
+        await sim.answer(cid, index, permission={"allow": True})
+        await sim.idle(cid)
+        await sim.send(cid, "run: echo other")
+        await sim.waiting(cid)
+
+    run_sim(workspace, body)
