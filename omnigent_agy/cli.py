@@ -170,18 +170,36 @@ def _add_doctor(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(handler=_doctor)
 
 
+DEMO_DESCRIPTION = """\
+Start omnigent's own server and host on this machine (127.0.0.1 only, in a private folder
+removed afterwards) with omnigent-agy enabled and its agent registered, as the README's install
+steps do. agy is yours when it is installed and signed in, else the bundled simulator agy-sim.
+
+Without options it then plays a short scripted conversation through omnigent's API, as the web
+UI sends it, and prints what the web UI shows: agy's thinking and answer as they stream, its tool
+calls and their output, the cards it asks with their buttons and the one pressed, the tokens
+each turn used, and the Stop button. With --interactive it prints the web UI's address to open
+in a browser instead, and keeps omnigent and agy running until Ctrl-C."""
+
+
 def _demo(args: argparse.Namespace) -> int:
-    # The demo drives omnigent's own harness app; only this command needs the adapter, which
-    # lives under omnigent's namespace (imported by name: the type checker sees its source
-    # folder, not the installed path).
+    # Only this command needs the adapter, which lives under omnigent's namespace (imported by
+    # name: the type checker sees its source folder, not the installed path).
     demo = importlib.import_module("omnigent.community.harness.agy.demo")
-    return int(demo.main(["--simulator"] if args.simulator else []))
+    return int(demo.run(interactive=args.interactive, simulator=args.simulator))
 
 
 def _add_demo(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="a scripted conversation through the real harness (agy if signed in, else agy-sim)",
+        help="omnigent with agy in it on this machine: a scripted conversation, or the web UI",
+        description=DEMO_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--interactive",
+        action="store_true",
+        help="print the web UI's address and keep running until Ctrl-C, instead of the script",
     )
     parser.add_argument("--simulator", action="store_true", help="use agy-sim even if agy exists")
     parser.set_defaults(handler=_demo)

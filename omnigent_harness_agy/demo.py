@@ -1,42 +1,47 @@
-"""`omnigent-agy demo`: a scripted conversation through the real harness, printed live.
+"""`omnigent-agy demo`: omnigent with agy in it, on this machine, shown in the terminal.
 
-The demo serves omnigent's own ExecutorAdapter around `AgyExecutor` on loopback, exactly as
-omnigent's runner would, and talks to it as the web UI does: it streams each turn's events,
-answers the approval card and the question card as a person would press the buttons, and
-presses Stop on a long answer. agy is the real one when it is installed and signed in (or
-`OMNIGENT_AGY_CLI_PATH` names one), else the bundled simulator `agy-sim`. agy runs in a private
-tmux server that the demo prints, so you can watch its TUI while the demo talks to it.
+The demo starts omnigent's real server and host on 127.0.0.1 with omnigent-agy enabled and its
+agent registered, exactly as the README's install steps do (`stack.LocalStack`, in a private
+folder that is removed afterwards). agy is the real one when it is installed and signed in (or
+`OMNIGENT_AGY_CLI_PATH` names one), else the bundled simulator `agy-sim`. Then either
+
+- it plays a short scripted conversation through omnigent's own API, as the web UI sends it,
+  and prints what the web UI would show: agy's streamed thinking and answer, its tool calls and
+  their output, the cards it asks (with their buttons and the one pressed), the tokens each turn
+  used, and the Stop button; or
+- with ``--interactive`` it prints the address of omnigent's web UI to open in a browser and
+  keeps everything running until Ctrl-C.
 """
 
 from __future__ import annotations
 
-import argparse
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
-import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
-from omnigent_agy.agy.terminal import TerminalHost
+from .rest import STREAM_END, EventStream, card_choices, card_questions, choose
+from .stack import Agy, LocalStack, agent_name, tmux_socket_path, write_simulator
 
-from .app import create_app
-from .local import HarnessServer, Turn
-from .stack import simulated_sign_in
-
-SIMULATOR_FLAGS = {
+#: The simulator paced for reading (tests run it faster).
+DEMO_SIMULATOR = {
     "AGY_SIM_STARTUP_DELAY": "1.5",
     "AGY_SIM_TOKEN_DELAY": "0.02",
     "AGY_SIM_LONG_TOKEN_DELAY": "0.05",
 }
+# Stop shows on the session's stream as `session.interrupted` (omnigent sends no
+# response.cancelled for it).
+TURN_ENDS = ("response.completed", "response.cancelled", "response.failed", "session.interrupted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,32 +50,43 @@ class Step:
 
     title: str
     text: str
-    answer: str | None = None  # the label prefix of the button the person presses
+    answer: str | None = None  # the button pressed on a card (None: each question's first)
     stop_after: float | None = None  # press Stop this many seconds after the first text
+    expected: str = "response.completed"
 
 
 SCRIPT = (
-    Step("A streamed answer with thinking", "Say hello to omnigent in one short paragraph."),
-    Step("A tool agy runs by itself", "List the files here."),
+    Step("A streamed answer, with agy's thinking", "Say hello to omnigent in one short paragraph."),
+    Step("A tool agy runs without asking: listing the files", "List the files here."),
     Step(
-        "An approval card, approved",
+        "A command agy must ask about: you allow it",
         "Please run: echo hello from omnigent-agy",
         answer="Allow once",
     ),
-    Step("An approval card, denied (agy carries on)", "Please run: rm -rf build", answer="Deny"),
-    Step("A question card", "Ask me a question about which option to take.", answer=""),
-    Step("The Stop button", "Give me a long answer about HTTP/2.", stop_after=1.5),
+    Step(
+        "A command you deny: it does not run, and agy carries on",
+        "Please run: rm -rf build",
+        answer="Deny",
+    ),
+    Step("agy asks you a question", "Ask me a question about which option to take."),
+    Step(
+        "The Stop button, pressed during a long answer",
+        "Give me a long answer about HTTP/2.",
+        stop_after=1.5,
+        expected="session.interrupted",
+    ),
 )
 
 
-def pick_agy(env: Mapping[str, str]) -> tuple[str, str]:
-    """(path, description) of the agy to use: a real signed-in one, else the simulator."""
+def pick_agy(env: Mapping[str, str], simulator_folder: Path) -> Agy:
+    """A real signed-in agy (or the one `OMNIGENT_AGY_CLI_PATH` names), else agy-sim."""
     explicit = env.get("OMNIGENT_AGY_CLI_PATH")
-    candidate = explicit or shutil.which("agy")
+    candidate = explicit or shutil.which("agy", path=env.get("PATH"))
+    why = "no agy on PATH"
     if candidate:
         try:
             signed_in = (
-                subprocess.run(  # noqa: S603 - the user's own agy, no shell
+                subprocess.run(  # noqa: S603 - the person's own agy, no shell
                     [candidate, "models"], capture_output=True, timeout=30, check=False
                 ).returncode
                 == 0
@@ -78,53 +94,49 @@ def pick_agy(env: Mapping[str, str]) -> tuple[str, str]:
         except (OSError, subprocess.TimeoutExpired):
             signed_in = False
         if signed_in or explicit:
-            return candidate, f"agy at {candidate}"
-    simulator = shutil.which("agy-sim") or str(Path(sys.executable).with_name("agy-sim"))
-    why = "no agy on PATH" if not candidate else "agy is not signed in"
-    return simulator, f"the bundled simulator agy-sim ({why})"
+            return Agy(Path(candidate), simulator=False, description=f"your agy at {candidate}")
+        why = f"{candidate} is not signed in (run `agy` once to sign in)"
+    simulated = write_simulator(simulator_folder, DEMO_SIMULATOR)
+    return Agy(simulated.path, True, f"agy-sim, the bundled agy simulator ({why})")
 
 
-@contextmanager
-def demo_environment(agy: str, *, simulator: bool) -> Iterator[dict[str, str]]:
-    """A private workspace, state dir, omnigent config and tmux socket, removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="omnigent-agy-demo-") as tmp:
-        root = Path(tmp)
-        workspace = root / "workspace"
-        workspace.mkdir()
-        (workspace / "README.md").write_text("# demo project\n\nA place for agy to look at.\n")
-        (workspace / "AGENTS.md").write_text("Answer briefly.\n")
-        values = {
-            "OMNIGENT_CONFIG_HOME": str(root / "omnigent"),
-            "OMNIGENT_AGY_CLI_PATH": agy,
-            "OMNIGENT_AGY_STATE_DIR": str(root / "state"),
-            "OMNIGENT_AGY_TMUX_SOCKET": f"omnigent-agy-demo-{uuid.uuid4().hex[:8]}",
-            "HARNESS_AGY_CLI_CWD": str(workspace),
-        }
-        if simulator:
-            values.update({k: os.environ.get(k, v) for k, v in SIMULATOR_FLAGS.items()})
-            # A person signed in to the simulator: agy's private gemini dir is seeded from it
-            # (WIRE.md §1b); a real agy uses the person's own ~/.gemini.
-            simulated_sign_in(root / "person" / ".gemini")
-            values[GEMINI_HOME_ENV] = str(root / "person" / ".gemini")
-        saved = {key: os.environ.get(key) for key in values}
-        os.environ.update(values)
-        try:
-            yield values
-        finally:
-            TerminalHost(socket_name=values["OMNIGENT_AGY_TMUX_SOCKET"]).kill_server()
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+def _plain(text: str) -> str:
+    """Card text without markdown emphasis (a terminal shows the asterisks)."""
+    return re.sub(r"(\*\*|__|`)(.+?)\1", r"\2", text)
+
+
+def _arguments(item: Mapping[str, Any]) -> str:
+    """What a tool call is about, in a few words (the command, the path, ...)."""
+    try:
+        arguments = json.loads(str(item.get("arguments") or "{}"))
+    except json.JSONDecodeError:
+        return textwrap.shorten(str(item.get("arguments")), 80)
+    if not isinstance(arguments, dict):
+        return ""
+    questions = arguments.get("questions")
+    if isinstance(questions, list):
+        return " / ".join(str(q.get("question", "")) for q in questions if isinstance(q, dict))
+    for key in ("command_line", "command", "path", "file", "query", "url"):
+        if isinstance(arguments.get(key), str):
+            return str(arguments[key])
+    return textwrap.shorten(json.dumps(arguments), 80)
 
 
 class Printer:
-    """Renders a turn's events the way a chat window would, on a terminal."""
+    """Renders the session's events the way omnigent's chat view shows them."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.mode: str | None = None
+        self.calls: dict[str, str] = {}  # call id -> "name: what"
+        self.denied: set[str] = set()
+        self.stopped = False
+        self.last_call: str | None = None
+
+    def line(self, text: str = "") -> None:
+        self._switch(None)
+        self.out.write(text + "\n")
+        self.out.flush()
 
     def _switch(self, mode: str | None, label: str = "") -> None:
         if mode != self.mode:
@@ -134,99 +146,204 @@ class Printer:
                 self.out.write(label)
             self.mode = mode
 
+    def _stream(self, mode: str, label: str, text: str) -> None:
+        if self.stopped:
+            return  # Stop was pressed: what was already on its way is not shown
+        self._switch(mode, label)
+        # The web renders agy's markdown; a terminal shows bold as bare asterisks.
+        text = text.replace("**", "")
+        self.out.write(text.replace("\n", "\n" + " " * len(label)))
+        self.out.flush()
+
     def event(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
         if kind == "response.reasoning_text.delta":
-            self._switch("thinking", "  (thinking) ")
-            self.out.write(str(event.get("delta", "")))
+            self._stream("thinking", "  (agy thinks) ", str(event.get("delta", "")))
         elif kind == "response.output_text.delta":
-            self._switch("text", "  agy: ")
-            self.out.write(str(event.get("delta", "")))
+            self._stream("text", "  agy: ", str(event.get("delta", "")))
         elif kind == "response.output_item.done":
             self._item(event["item"])
         elif kind == "response.elicitation_request":
-            self._switch(None)
-            params = event["params"]
-            self.out.write(f"  [card] {params.get('message', '')}\n")
-            if params.get("content_preview"):
-                self.out.write(f"         {textwrap.shorten(params['content_preview'], 110)}\n")
-        elif kind in ("response.completed", "response.cancelled", "response.failed"):
-            self._switch(None)
-            self._end(kind, event)
-        self.out.flush()
+            self.card(event["params"])
+        elif kind == "response.completed":
+            self.line(f"  -- turn done · {_usage(event)}")
+        elif kind in ("response.cancelled", "session.interrupted"):
+            self.line("  -- stopped: agy stopped answering and the turn ended")
+        elif kind == "response.failed":
+            error = (event.get("response") or {}).get("error") or {}
+            self.line(f"  -- failed: {error.get('message')} ({error.get('code')})")
 
     def _item(self, item: Mapping[str, Any]) -> None:
-        if item.get("type") == "function_call" and item.get("status") == "completed":
-            self._switch(None)
-            self.out.write(f"  [tool] {item.get('name')} {item.get('arguments', '')[:100]}\n")
+        call_id = str(item.get("call_id", ""))
+        if item.get("type") == "function_call" and call_id not in self.calls:
+            what = f"{item.get('name')}: {_arguments(item)}"
+            self.calls[call_id] = what
+            self.last_call = call_id
+            self.line(f"  [tool call] {what}")
         elif item.get("type") == "function_call_output":
-            self._switch(None)
-            output = textwrap.shorten(str(item.get("output", "")), 100)
-            self.out.write(f"  [tool output] {output}\n")
+            if call_id in self.denied:
+                self.line("  [not run] you denied it; agy was told so")
+                return
+            output = str(item.get("output") or "").strip()
+            shown = textwrap.shorten(output.replace("\n", " | "), 100) if output else "(no output)"
+            self.line(f"  [tool output] {shown}")
 
-    def _end(self, kind: str, event: Mapping[str, Any]) -> None:
-        response = event.get("response") or {}
-        usage = response.get("usage") or {}
-        if kind == "response.completed":
-            tokens = f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out"
-            self.out.write(f"  -- done ({tokens} tokens)\n")
-        elif kind == "response.cancelled":
-            self.out.write("  -- stopped\n")
-        else:
-            error = response.get("error") or {}
-            self.out.write(f"  -- failed: {error.get('code')}: {error.get('message')}\n")
+    def card(self, params: Mapping[str, Any]) -> None:
+        self.line(f"  ┌ card: {_plain(str(params.get('message') or 'agy asks'))}")
+        for question in card_questions(params):
+            self.out.write(f"  │ {_plain(str(question.get('question', '')))}\n")
+            box = "[ ]" if question.get("multiSelect") else "( )"
+            options = "  ".join(f"{box} {o['label']}" for o in question.get("options") or [])
+            self.out.write(f"  │   {options}\n")
+        if card_choices(params):
+            self.out.write("  │ " + "  ".join(f"[{c}]" for c in card_choices(params)) + "\n")
+
+    def pressed(self, picks: list[str | list[str]], *, denied: bool) -> None:
+        if denied and self.last_call is not None:
+            self.denied.add(self.last_call)
+        shown = "; ".join(", ".join(p) if isinstance(p, list) else p for p in picks)
+        self.line(f"  └ you answer: {shown}")
 
 
-def play(server: HarnessServer, step: Step, out: TextIO) -> str:
-    out.write(f"\n== {step.title}\n  you: {step.text}\n")
+def _usage(event: Mapping[str, Any]) -> str:
+    usage = (event.get("response") or {}).get("usage") or {}
+    if not usage:
+        return "no token count reported"
+    text = f"{usage.get('input_tokens', 0)} tokens in, {usage.get('output_tokens', 0)} out"
+    return f"{text} ({usage['model']})" if usage.get("model") else text
+
+
+def _picks(step: Step, params: Mapping[str, Any]) -> list[str | list[str]]:
+    if card_choices(params):
+        return [step.answer or card_choices(params)[0]]
+    picks: list[str | list[str]] = []
+    for question in card_questions(params):
+        first = str((question.get("options") or [{"label": "yes"}])[0]["label"])
+        picks.append([first] if question.get("multiSelect") else first)
+    return picks
+
+
+def _stop_due(step: Step, first_text: float | None) -> bool:
+    if step.stop_after is None or first_text is None:
+        return False
+    return time.monotonic() - first_text > step.stop_after
+
+
+def play(stack: LocalStack, session_id: str, events: EventStream, step: Step, out: TextIO) -> str:
+    """One turn of the script through the server; the type of the event that ended it."""
     printer = Printer(out)
-    turn: Turn = server.turn(step.text)
+    out.write(f"\n== {step.title}\n  you: {step.text}\n")
+    stack.client.send(session_id, step.text)
     first_text: float | None = None
-    stopped = False
     while True:
         try:
-            event = turn.next(timeout=0.2)
+            event = events.next(timeout=0.2)
         except TimeoutError:
             event = {}
-        if event is None:
-            return turn.kinds()[-1] if turn.events else "no events"
-        if event:
-            printer.event(event)
-        if event.get("type") == "response.output_text.delta" and first_text is None:
+        if event is STREAM_END:
+            printer.line("  -- the event stream closed")
+            return "stream closed"
+        printer.event(event)
+        kind = event.get("type")
+        if kind in TURN_ENDS:
+            return str(kind)
+        if kind == "response.output_text.delta" and first_text is None:
             first_text = time.monotonic()
-        if event.get("type") == "response.elicitation_request" and step.answer is not None:
-            out.write(f"  [you press] {server.press(event, step.answer)}\n")
-        due = first_text is not None and step.stop_after is not None
-        if due and not stopped and time.monotonic() - (first_text or 0) > (step.stop_after or 0):
-            printer._switch(None)
-            out.write("  [you press] Stop\n")
-            server.post({"type": "interrupt"})
-            stopped = True
+        if kind == "response.elicitation_request":
+            picks = _picks(step, event["params"])
+            printer.pressed(picks, denied=picks == ["Deny"])
+            content = choose(event["params"], picks)
+            stack.client.resolve(session_id, str(event["elicitation_id"]), content)
+        due = step.stop_after is not None and first_text is not None
+        if (
+            due
+            and not printer.stopped
+            and time.monotonic() - (first_text or 0) > (step.stop_after or 0)
+        ):
+            printer.line("  [you press] Stop")
+            printer.stopped = True
+            stack.client.interrupt(session_id)
 
 
-def main(argv: list[str] | None = None, out: TextIO = sys.stdout) -> int:
-    parser = argparse.ArgumentParser(prog="omnigent-agy demo", description=__doc__)
-    parser.add_argument("--simulator", action="store_true", help="use agy-sim even if agy exists")
-    args = parser.parse_args(argv)
-    if args.simulator:
-        agy, described = str(Path(sys.executable).with_name("agy-sim")), "the bundled simulator"
-    else:
-        agy, described = pick_agy(os.environ)
-    simulator = "agy-sim" in Path(agy).name
-    out.write(f"omnigent-agy demo with {described}\n")
-    endings: list[str] = []
-    with demo_environment(agy, simulator=simulator) as env:
-        conversation = f"conv_demo_{uuid.uuid4().hex[:8]}"
+def play_script(stack: LocalStack, out: TextIO, script: tuple[Step, ...] = SCRIPT) -> bool:
+    """Every step of `script` in one new session; whether each turn ended as expected."""
+    host = stack.main
+    assert host.host_id is not None
+    session = stack.client.create_session(agent_name(), host.host_id, str(stack.workspace))
+    out.write(
+        f"\nA new session of the agent {agent_name()!r} is open; each turn below is sent to "
+        "omnigent as its web UI sends it, and shown as the web UI shows it.\n"
+    )
+    with stack.client.stream(session) as events:
+        endings = [play(stack, session, events, step, out) for step in script]
+    return endings == [step.expected for step in script]
+
+
+def wait_for_ctrl_c(stack: LocalStack, out: TextIO) -> None:
+    """Keep the stack up; say how to watch agy's TUI once agy runs."""
+    shown = False
+    stop = threading.Event()
+    try:
+        while not stop.wait(1.0):
+            path = None if shown else tmux_socket_path(stack.main)
+            if path is not None:
+                out.write(
+                    "\nagy is running; watch its own TUI in a second terminal with\n"
+                    f"    tmux -S {path} attach      (detach with Ctrl-b d)\n"
+                )
+                out.flush()
+                shown = True
+    except KeyboardInterrupt:
+        out.write("\nstopping omnigent and agy...\n")
+
+
+def _workspace(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "README.md").write_text("# demo project\n\nA place for agy to look at.\n")
+    (folder / "AGENTS.md").write_text("Answer briefly.\n")
+
+
+def run(*, interactive: bool, simulator: bool, out: TextIO = sys.stdout) -> int:
+    with tempfile.TemporaryDirectory(prefix="omnigent-agy-demo-") as tmp:
+        root = Path(tmp)
+        if simulator:
+            agy = write_simulator(root / "agy-sim", DEMO_SIMULATOR)
+        else:
+            agy = pick_agy(os.environ, root / "agy-sim")
         out.write(
-            f"agy runs in tmux: watch it with `tmux -L {env['OMNIGENT_AGY_TMUX_SOCKET']} attach`\n"
-            "starting agy (it takes a few seconds, as a real agy does)...\n"
+            "omnigent-agy demo: omnigent's own server and host, on this machine only "
+            "(127.0.0.1), with agy as one of its harnesses.\n"
+            f"agy: {agy.description}\n"
+            f"everything lives in {root} and is removed at the end.\n\n"
         )
         out.flush()
-        with HarnessServer(create_app(), conversation) as server:
-            endings.extend(play(server, step, out) for step in SCRIPT)
-    expected = ["response.completed"] * (len(SCRIPT) - 1) + ["response.cancelled"]
-    ok = endings == expected
-    out.write(
-        "\n" + ("demo finished: every turn ended as expected\n" if ok else f"demo: {endings}\n")
-    )
-    return 0 if ok else 1
+        _workspace(root / "stack" / "workspace")
+
+        def progress(message: str) -> None:
+            out.write(f"  ... {message}\n")
+            out.flush()
+
+        stack = LocalStack(root / "stack", agy, private_home=agy.simulator, progress=progress)
+        with stack:
+            progress("the host reports the Antigravity CLI harness ready")
+            if interactive:
+                out.write(
+                    f"\nomnigent is running. Open its web UI in a browser:\n    {stack.url}\n"
+                    "Start a new session from the agent picker: Agents → Other… → "
+                    f"{agent_name()} (harness Antigravity CLI), workspace\n    {stack.workspace}\n"
+                    "Press Ctrl-C here to stop everything.\n"
+                )
+                out.flush()
+                wait_for_ctrl_c(stack, out)
+                return 0
+            ok = play_script(stack, out)
+        out.write(
+            "\n"
+            + (
+                "demo finished: every turn ended as expected; omnigent and agy are stopped.\n"
+                if ok
+                else "demo finished, but some turn did not end as expected (see above).\n"
+            )
+            + "Run `scripts/demo --interactive` to try the same stack in your browser.\n"
+        )
+        return 0 if ok else 1

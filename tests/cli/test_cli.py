@@ -162,3 +162,14 @@ def test_a_command_is_required(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main([])
     assert caught.value.code == 2
     assert "COMMAND" in capsys.readouterr().err
+
+
+def test_demo_help_describes_both_ways_of_running_it(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["demo", "--help"])
+    assert caught.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "scripted conversation" in shown
+    assert "--interactive" in shown
+    assert "web UI's address" in shown
+    assert "Ctrl-C" in shown

@@ -12,12 +12,6 @@ from stack import AGENT, Conversation
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 9 §1 'Host readiness ignores the configured agy': omnigent host checks only "
-    "for `agy` on PATH, so POST /v1/sessions is refused with HTTP 412 harness_not_configured "
-    "(engineer 'web' is fixing it)",
-)
 def test_agy_named_only_in_the_config_serves_a_conversation(stack: LocalStack) -> None:
     host = stack.add_host("command-only", agy_on_path=False)
     assert shutil.which("agy", path=host.env["PATH"]) is None
