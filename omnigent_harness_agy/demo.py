@@ -15,17 +15,19 @@ folder that is removed afterwards). agy is the real one when it is installed and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -297,10 +299,38 @@ def wait_for_ctrl_c(stack: LocalStack, out: TextIO) -> None:
         out.write("\nstopping omnigent and agy...\n")
 
 
+@contextlib.contextmanager
+def _signals_end_the_demo() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a closed terminal) end the demo as Ctrl-C does, so everything it
+    started is stopped on the way out instead of left running."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        del signum, frame
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _workspace(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "README.md").write_text("# demo project\n\nA place for agy to look at.\n")
     (folder / "AGENTS.md").write_text("Answer briefly.\n")
+
+
+def _interactive(stack: LocalStack, out: TextIO) -> None:
+    out.write(
+        f"\nomnigent is running. Open its web UI in a browser:\n    {stack.url}\n"
+        "Start a new session from the agent picker: Agents → Other… → "
+        f"{agent_name()} (harness Antigravity CLI), workspace\n    {stack.workspace}\n"
+        "Press Ctrl-C here to stop everything.\n"
+    )
+    out.flush()
+    wait_for_ctrl_c(stack, out)
 
 
 def run(*, interactive: bool, simulator: bool, out: TextIO = sys.stdout) -> int:
@@ -324,19 +354,17 @@ def run(*, interactive: bool, simulator: bool, out: TextIO = sys.stdout) -> int:
             out.flush()
 
         stack = LocalStack(root / "stack", agy, private_home=agy.simulator, progress=progress)
-        with stack:
-            progress("the host reports the Antigravity CLI harness ready")
-            if interactive:
-                out.write(
-                    f"\nomnigent is running. Open its web UI in a browser:\n    {stack.url}\n"
-                    "Start a new session from the agent picker: Agents → Other… → "
-                    f"{agent_name()} (harness Antigravity CLI), workspace\n    {stack.workspace}\n"
-                    "Press Ctrl-C here to stop everything.\n"
-                )
-                out.flush()
-                wait_for_ctrl_c(stack, out)
-                return 0
-            ok = play_script(stack, out)
+        try:
+            with _signals_end_the_demo(), stack:
+                stack.wait_ready(stack.main)
+                progress("the host reports the Antigravity CLI harness ready")
+                if interactive:
+                    _interactive(stack, out)
+                    return 0
+                ok = play_script(stack, out)
+        except KeyboardInterrupt:
+            out.write("\nstopped: omnigent and agy are stopped, the demo's folder is removed.\n")
+            return 130
         out.write(
             "\n"
             + (

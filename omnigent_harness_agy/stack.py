@@ -264,6 +264,20 @@ class LocalStack:
         )
         return host.host_id
 
+    def wait_ready(self, host: HostHome, timeout: float = 60.0) -> str:
+        """`host`'s id once the server lists it with the agy-cli harness ready; a StackError
+        naming the host's log if it is not (no agy found there, plugin disabled, ...)."""
+
+        def ready() -> str | None:
+            for listed in self.client.hosts():
+                configured = listed.get("configured_harnesses") or {}
+                if listed["host_id"] == host.host_id and configured.get(HARNESS_ID) is True:
+                    return str(listed["host_id"])
+            return None
+
+        what = f"host {host.name!r} to report the {HARNESS_ID} harness ready"
+        return self._wait(ready, what, timeout, host.log, host.process)
+
     def add_host(self, name: str, *, agy_on_path: bool) -> HostHome:
         """A second host with a HOME of its own (another machine, as far as omnigent knows)."""
         host = self.home_for(name, agy_on_path=agy_on_path)

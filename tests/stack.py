@@ -20,7 +20,7 @@ from typing import Any, Self
 
 import psutil
 from omnigent.community.harness.agy.rest import EventStream, Json, OmnigentClient, choose
-from omnigent.community.harness.agy.stack import HARNESS_ID, HostHome, LocalStack, agent_name
+from omnigent.community.harness.agy.stack import HostHome, LocalStack, agent_name
 
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.rpc.client import RpcClient
@@ -43,19 +43,6 @@ def wait_until[T](probe: Callable[[], T | None], what: str, timeout: float = 60.
         time.sleep(0.1)
 
 
-def ready_host(stack: LocalStack, host: HostHome) -> str:
-    """`host`'s id once the server lists it online with agy-cli ready."""
-
-    def ready() -> str | None:
-        for listed in stack.client.hosts():
-            configured = listed.get("configured_harnesses") or {}
-            if listed["host_id"] == host.host_id and configured.get(HARNESS_ID) is True:
-                return str(listed["host_id"])
-        return None
-
-    return wait_until(ready, f"host {host.name!r} to report {HARNESS_ID} ready", 60)
-
-
 class Conversation:
     """One omnigent session of the shipped agent, its event stream open from the start."""
 
@@ -72,7 +59,7 @@ class Conversation:
         self.stack = stack
         self.host = host or stack.main
         self.client: OmnigentClient = stack.client
-        host_id = ready_host(stack, self.host) if wait_ready else str(self.host.host_id)
+        host_id = stack.wait_ready(self.host) if wait_ready else str(self.host.host_id)
         self.id = self.client.create_session(AGENT, host_id, str(stack.workspace), **create)
         self.events: EventStream = self.client.stream(self.id)
 
