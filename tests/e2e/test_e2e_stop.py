@@ -51,8 +51,9 @@ class CardStillOpenError(AssertionError):
 @pytest.mark.xfail(
     strict=True,
     raises=CardStillOpenError,
-    reason="after Stop the approval card stays in the session's pending_elicitations (the "
-    "web UI keeps showing a card agy no longer asks); the plugin does not close it",
+    reason="after Stop the approval card stays in the session's pending_elicitations, so the "
+    "web UI keeps showing a card agy no longer asks: the interrupt cancels omnigent's "
+    "TurnContext.elicit, which emits nothing for the card, and the plugin does not close it",
 )
 def test_stop_while_a_card_waits_drops_the_command_and_the_card(
     conversation: Conversation,
