@@ -54,6 +54,7 @@ class SimOptions:
     waiting_timeout: float | None = None
     token_delay: float | None = None
     long_token_delay: float | None = None
+    slow_command_seconds: float | None = None
     faults_file: Path | None = None
     fault_rules: tuple[FaultRule, ...] = ()
     signed_out: bool = False
@@ -102,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--sim-waiting-timeout", type=float, metavar="SECONDS")
     sim.add_argument("--sim-token-delay", type=float, metavar="SECONDS")
     sim.add_argument("--sim-long-token-delay", type=float, metavar="SECONDS")
+    sim.add_argument("--sim-slow-command-seconds", type=float, metavar="SECONDS")
     sim.add_argument("--sim-faults", type=Path, metavar="PATH", help="JSON fault control file")
     sim.add_argument("--sim-fault", action="append", default=[], metavar="SPEC")
     sim.add_argument("--sim-signed-out", action="store_true", default=None)
@@ -177,6 +179,7 @@ def parse_options(
         waiting_timeout=number(args.sim_waiting_timeout, "AGY_SIM_WAITING_TIMEOUT"),
         token_delay=number(args.sim_token_delay, "AGY_SIM_TOKEN_DELAY"),
         long_token_delay=number(args.sim_long_token_delay, "AGY_SIM_LONG_TOKEN_DELAY"),
+        slow_command_seconds=number(args.sim_slow_command_seconds, "AGY_SIM_SLOW_COMMAND_SECONDS"),
         faults_file=faults_file,
         fault_rules=rules,
         signed_out=bool(signed_out),

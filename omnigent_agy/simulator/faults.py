@@ -51,6 +51,10 @@ _ENVELOPE_HEADER: Final = 5
 _DATA_FLAG: Final = 0x00
 # A data envelope header promising 256 bytes, followed by one: the stream ends inside it.
 _TRUNCATED_ENVELOPE: Final = b"\x00\x00\x00\x01\x00{"
+# connect's end-of-stream envelope (flag 0x02) with an empty JSON object: a clean end.
+_TRAILER_ENVELOPE: Final = b"\x02\x00\x00\x00\x02{}"
+# A data envelope header promising 1 GiB (more than any sane frame limit), then some of it.
+_OVERSIZED_ENVELOPE: Final = b"\x00\x40\x00\x00\x00" + b"{" * 4096
 
 
 class FaultConfigError(AgyError):
@@ -72,12 +76,16 @@ class DropMode(StrEnum):
 
     hypercorn's ASGI interface cannot send RST_STREAM: an app that stops without ending
     the body leaves the HTTP/2 stream open (that is what ``stall_stream`` models). So a
-    drop ends the stream cleanly but without connect's end-of-stream envelope (WIRE.md §2),
-    or ends it in the middle of an envelope.
+    drop ends the stream cleanly but without connect's end-of-stream envelope (WIRE.md §2)
+    (``eof``), in the middle of an envelope (``truncate``), with a proper end-of-stream
+    envelope as if agy had finished (``trailer``), or with an envelope header promising more
+    than any client accepts (``oversize``).
     """
 
     EOF = "eof"
     TRUNCATE = "truncate"
+    TRAILER = "trailer"
+    OVERSIZE = "oversize"
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +327,14 @@ async def _answer_instead(rule: FaultRule, scope: Scope, receive: Receive, send:
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
+_TAILS: Final = {
+    DropMode.EOF: b"",
+    DropMode.TRUNCATE: _TRUNCATED_ENVELOPE,
+    DropMode.TRAILER: _TRAILER_ENVELOPE,
+    DropMode.OVERSIZE: _OVERSIZED_ENVELOPE,
+}
+
+
 @dataclass(slots=True)
 class _ResponseCutter:
     """Wraps ``send``: passes the first ``after_frames`` data envelopes, then drops or stalls.
@@ -376,5 +392,5 @@ class _ResponseCutter:
         if self.rule.kind is FaultKind.STALL_STREAM:
             await self.release.wait()
             return
-        tail = _TRUNCATED_ENVELOPE if self.rule.mode is DropMode.TRUNCATE else b""
+        tail = _TAILS[self.rule.mode]
         await self.downstream({"type": "http.response.body", "body": tail, "more_body": False})

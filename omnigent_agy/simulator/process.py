@@ -320,6 +320,8 @@ class SimProcess:
             values["token_interval"] = options.token_delay
         if options.long_token_delay is not None:
             values["long_token_interval"] = options.long_token_delay
+        if options.slow_command_seconds is not None:
+            values["slow_command_seconds"] = options.slow_command_seconds
         if options.model is not None or options.effort is not None:
             values["default_model"] = resolve_tui_model(options.model, options.effort)
         return EngineSettings(**values)
