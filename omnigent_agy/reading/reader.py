@@ -48,7 +48,7 @@ from omnigent_agy.reading.sink import EventSink
 from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.discovery import AgyExitedError
-from omnigent_agy.rpc.endpoint import AgyEndpoint
+from omnigent_agy.rpc.endpoint import AgyEndpoint, never_sent
 from omnigent_agy.rpc.errors import CsrfError, RpcError, StreamStalled
 
 __all__ = [
@@ -70,10 +70,6 @@ ClientFactory = Callable[[int, str], RpcClient]
 PortResolver = Callable[[], Awaitable[int]]
 
 
-def _default_client(port: int, csrf_token: str) -> RpcClient:
-    return RpcClient(port=port, csrf_token=csrf_token)
-
-
 class CascadeReader:
     """Follows one agy conversation on a thread of its own and publishes what happens."""
 
@@ -91,7 +87,7 @@ class CascadeReader:
         follow_clear: bool = True,
         resolve_port: PortResolver | None = None,
         endpoint: AgyEndpoint | None = None,
-        client_factory: ClientFactory = _default_client,
+        client_factory: ClientFactory | None = None,
     ) -> None:
         """`skip_existing`: without a cursor, count the steps already there as published
         (binding to a conversation whose history omnigent already shows).
@@ -110,7 +106,9 @@ class CascadeReader:
         self._settings = settings or ReaderSettings()
         self._skip_existing = skip_existing
         self._follow_clear = follow_clear
-        self._client_factory = client_factory
+        self._client_factory = client_factory or (
+            lambda port, _token: self._endpoint.new_client(port)
+        )
         self._follower = Follower(
             cascade_id=cascade_id, sink=sink, cursor=cursor, model_names=model_names or {}
         )
@@ -121,6 +119,9 @@ class CascadeReader:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._client: RpcClient | None = None
+        # Clients of ports agy left: closed when the reader ends, not when it moves on, since
+        # a `check_clear_now` from the session may be running on one at that moment.
+        self._retired: list[RpcClient] = []
         self._thread = threading.Thread(
             target=self._thread_main, name=f"agy-reader-{cascade_id[:8]}", daemon=True
         )
@@ -213,7 +214,7 @@ class CascadeReader:
                 except RpcError as exc:
                     failures += 1
                     self._set_mode("polling", f"{exc.code}: {exc.message}")
-                    client, failures = await self._maybe_new_port(client, failures)
+                    client, failures = await self._maybe_new_port(client, failures, exc)
                     self._client = client
                     await self._poll_for(client, backoff)
                     backoff = min(backoff * 2, self._settings.reconnect_max)
@@ -229,7 +230,8 @@ class CascadeReader:
             self._sink.publish(ReaderFailed(exc))
         finally:
             self._follower.save_cursor()
-            await client.aclose()
+            for old in [*self._retired, client]:
+                await old.aclose()
 
     async def _skip_history(self, client: RpcClient) -> None:
         """Count what the conversation holds now as history, fetching only its last turn.
@@ -249,11 +251,15 @@ class CascadeReader:
         steps = await client.get_cascade_trajectory_steps(cascade, step_offset=offset)
         self._follower.skip_history(offset, steps, trajectory)
 
-    async def _maybe_new_port(self, client: RpcClient, failures: int) -> tuple[RpcClient, int]:
+    async def _maybe_new_port(
+        self, client: RpcClient, failures: int, error: RpcError
+    ) -> tuple[RpcClient, int]:
         """Follow agy to a new port: at once when another part of the session found it there,
-        else after repeated failures ask the endpoint to look again (it may have restarted)."""
+        else ask the endpoint to look again (it may have restarted) when nothing listens on
+        the port any more, or after repeated failures of other kinds."""
         port = self._endpoint.port
-        if port == self._port and failures >= _FAILURES_BEFORE_LOOKING:
+        look = failures >= _FAILURES_BEFORE_LOOKING or never_sent(error)
+        if port == self._port and look:
             try:
                 port = await self._endpoint.relocate(self._port)
             except AgyExitedError:
@@ -264,7 +270,7 @@ class CascadeReader:
         if port == self._port:
             return client, failures
         _logger.info("agy answers on a new port now")
-        await client.aclose()
+        self._retired.append(client)
         self._port = port
         return self._client_factory(port, self._token), 0
 

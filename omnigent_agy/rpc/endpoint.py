@@ -22,11 +22,14 @@ import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import httpx
+from tenacity import AsyncRetrying, retry_if_exception
 
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.errors import AgyError, Code, CsrfError, RpcError
+from omnigent_agy.rpc.errors import AgyError, Code, CsrfError, ProtocolError, RpcError
+from omnigent_agy.rpc.retry import RetryPolicy, is_transient
 
 __all__ = ["AgyEndpoint", "FollowingClient", "Locator", "never_sent"]
 
@@ -46,6 +49,26 @@ def never_sent(exc: RpcError) -> bool:
             return True
         cause = cause.__cause__
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class _FollowingRetry(RetryPolicy):
+    """Reads are retried as usual, except when nothing listens on the port any more: then
+    the caller looks for agy elsewhere at once instead of knocking on the old port for
+    seconds (a refused connection on loopback is no blip: the server is gone or moved)."""
+
+    def retrying(self) -> AsyncRetrying:
+        # Not super(): a slotted dataclass is a new class, which zero-argument super() misses.
+        base = RetryPolicy.retrying(self)
+        return base.copy(retry=retry_if_exception(_worth_retrying_here))
+
+
+def _worth_retrying_here(exc: BaseException) -> bool:
+    return is_transient(exc) and not (isinstance(exc, RpcError) and never_sent(exc))
+
+
+_RETRY = _FollowingRetry()
+_GARBLED_TRIES = 3
 
 
 class AgyEndpoint:
@@ -90,6 +113,7 @@ class AgyEndpoint:
             port=self.port if port is None else port,
             csrf_token=self._token,
             timeout=self._timeout,
+            retry=_RETRY,
         )
 
     async def relocate(self, failed_port: int) -> int:
@@ -123,10 +147,17 @@ class FollowingClient:
     def __init__(self, endpoint: AgyEndpoint) -> None:
         self.endpoint = endpoint
         self._client: RpcClient | None = None
+        self._retired: list[RpcClient] = []
+        self._busy: dict[RpcClient, int] = {}  # calls in flight per client
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def client(self) -> RpcClient:
-        """The client for the endpoint's port now, owned by this loop (re-made after a move)."""
+        """The client for the endpoint's port now, owned by this loop (re-made after a move).
+
+        The client for the old port is closed once no call of this loop is using it any
+        more: closing it under a call would turn a move into "the client has been closed"
+        instead of a failure on the old port, which `run` follows.
+        """
         loop = asyncio.get_running_loop()
         if self._loop is not None and loop is not self._loop:
             raise AgyError("a FollowingClient is owned by one event loop; make one per loop")
@@ -135,19 +166,36 @@ class FollowingClient:
         port = self.endpoint.port
         if client is not None and client.port == port:
             return client
-        if client is not None:
-            await client.aclose()
         self._client = self.endpoint.new_client(port)
+        if client is not None:
+            if self._busy.get(client):
+                self._retired.append(client)
+            else:
+                await client.aclose()
         return self._client
 
     async def run[T](
         self, call: Callable[[RpcClient], Awaitable[T]], *, resend_safe: bool = True
     ) -> T:
         """`call` on the client now; after a transport failure, follow agy to a new port and
-        call again there if that is safe (`resend_safe`, or the call never left)."""
+        call again there if that is safe (`resend_safe`, or the call never left). A call
+        that may be repeated is also tried again after an answer that breaks the protocol
+        (a garbled body), a few times, before that error is raised."""
+        for attempt in range(_GARBLED_TRIES):
+            try:
+                return await self._run_once(call, resend_safe=resend_safe)
+            except ProtocolError as exc:
+                if not resend_safe or attempt == _GARBLED_TRIES - 1:
+                    raise
+                _logger.info("agy's answer was garbled (%s); asking again", exc)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _run_once[T](
+        self, call: Callable[[RpcClient], Awaitable[T]], *, resend_safe: bool
+    ) -> T:
         client = await self.client()
         try:
-            return await call(client)
+            return await self._call_on(client, call)
         except CsrfError:
             raise
         except RpcError as exc:
@@ -157,7 +205,19 @@ class FollowingClient:
                 raise
             if not (resend_safe or never_sent(exc)):
                 raise  # the caller re-checks agy's state; the next call uses the new port
-            return await call(await self.client())
+            return await self._call_on(await self.client(), call)
+
+    async def _call_on[T](self, client: RpcClient, call: Callable[[RpcClient], Awaitable[T]]) -> T:
+        self._busy[client] = self._busy.get(client, 0) + 1
+        try:
+            return await call(client)
+        finally:
+            left = self._busy.pop(client) - 1
+            if left:
+                self._busy[client] = left
+            elif client in self._retired:
+                self._retired.remove(client)
+                await client.aclose()
 
     async def _moved(self, failed_port: int, exc: RpcError) -> bool:
         try:
@@ -167,6 +227,7 @@ class FollowingClient:
             return False
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
+        clients = [*self._retired, *([self._client] if self._client is not None else [])]
+        self._client, self._retired = None, []
+        for client in clients:
             await client.aclose()
