@@ -28,6 +28,7 @@ import signal
 import sys
 import tempfile
 import time
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,11 +255,15 @@ class AgyTerminal:
         return lines
 
     def send_text(self, text: str, *, enter: bool = True) -> None:
-        """Type ``text`` into the TUI (people and TUI tests only, DESIGN-NOTES §2)."""
+        """Type ``text`` into the TUI (people and TUI tests only, DESIGN-NOTES §2).
+
+        Only printable text is typed: every control character becomes a space (see
+        `typeable`), so the text cannot press keys or send escape sequences.
+        """
         pane = self._pane()
         if pane is None:
             raise TerminalError(f"tmux session {self.name!r} is gone")
-        pane.send_keys(text, enter=False, literal=True)
+        pane.send_keys(typeable(text), enter=False, literal=True)
         if enter:
             pane.send_keys("Enter", enter=False)
 
@@ -271,6 +276,16 @@ class AgyTerminal:
         with contextlib.suppress(LibTmuxException):
             if self.host.server.is_alive() and self.host.server.has_session(self.name):
                 self.host.server.kill_session(self.name)
+
+
+def typeable(text: str) -> str:
+    """`text` with every control character (category Cc: C0 such as Ctrl-C, CR and LF, DEL,
+    and C1; ESC starts every terminal escape sequence) replaced by a space.
+
+    ``send-keys -l`` types characters literally, but the pane's terminal still reads them as
+    keys: a Ctrl-C byte interrupts the program and a newline submits what came before it.
+    """
+    return "".join(" " if unicodedata.category(char) == "Cc" else char for char in text)
 
 
 def _terminate_tree(pid: int, timeout: float) -> None:

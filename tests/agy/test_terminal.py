@@ -99,6 +99,21 @@ def test_send_text_reaches_the_program(tmux_host: TerminalHost, tmp_path: Path) 
     wait_until(lambda: "GOT hello world" in _screen(terminal), what="the echoed line")
 
 
+def test_typed_text_cannot_press_keys_or_send_escapes(
+    tmux_host: TerminalHost, tmp_path: Path
+) -> None:
+    script = "import sys\nprint('READY', flush=True)\nfor line in sys.stdin:\n"
+    script += "    print('GOT', repr(line), flush=True)\n"
+    terminal = tmux_host.start("raw", [sys.executable, "-c", script], cwd=tmp_path)
+    wait_until(lambda: "READY" in _screen(terminal), what="start-up")
+    terminal.send_text("one\x03two\x1b[2Jthree\rfour\nfive\x7fsix\x9bseven\tend")
+    wait_until(lambda: "GOT" in _screen(terminal), what="the typed line")
+    (line,) = [row for row in _screen(terminal).splitlines() if row.startswith("GOT")]
+    # One line, every word kept, no control character left; Ctrl-C did not stop the program.
+    assert line == "GOT 'one two [2Jthree four five six seven end\\n'"
+    assert terminal.is_alive()
+
+
 def test_find_re_attaches_by_name(tmux_host: TerminalHost, tmp_path: Path) -> None:
     assert tmux_host.find("echo") is None  # no server yet
     terminal = _start_echo(tmux_host, tmp_path)

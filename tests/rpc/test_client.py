@@ -339,6 +339,38 @@ async def test_loopback_hosts_are_accepted(host: str) -> None:
         assert "443" in client.base_url
 
 
+@pytest.mark.parametrize(
+    "resolved",
+    [["10.0.0.7"], ["127.0.0.1", "192.168.1.2"], []],
+    ids=["elsewhere", "partly-elsewhere", "nowhere"],
+)
+def test_localhost_resolving_elsewhere_is_refused(
+    resolved: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A hosts file (or resolver) pointing "localhost" away: the one environment fault a test
+    # can only fake, by answering getaddrinfo as such a machine would.
+    def getaddrinfo(host: str, *args: object, **kwargs: object) -> list[Any]:
+        assert host == "localhost"
+        if not resolved:
+            raise socket.gaierror("no address")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, 0)) for ip in resolved]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    with pytest.raises(NonLoopbackHostError, match="resolves to"):
+        RpcClient(port=443, csrf_token=TOKEN, host="localhost")
+
+
+async def test_localhost_is_pinned_to_the_loopback_address_it_resolves_to(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def getaddrinfo(host: str, *args: object, **kwargs: object) -> list[Any]:
+        return [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", 0, 0, 0))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    async with RpcClient(port=443, csrf_token=TOKEN, host="localhost") as client:
+        assert client.base_url == "https://[::1]:443"  # the name is never resolved again
+
+
 async def test_the_plain_port_refuses_rpc(fake_agy: Served) -> None:
     agy, server = fake_agy
     assert server.plain_port == server.port + 1
