@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
@@ -48,6 +49,7 @@ from omnigent_agy.onboarding.config import (
 )
 from omnigent_agy.onboarding.doctor import preflight
 from omnigent_agy.reading import events as ev
+from omnigent_agy.reading.reader_state import DEFAULT_IDLE_TIMEOUT, ReaderSettings
 from omnigent_agy.relay.channel import RELAY_SERVER
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
 from omnigent_agy.session.messages import MessageError, newest_user_message, user_message
@@ -64,6 +66,7 @@ CWD_ENV = "HARNESS_AGY_CLI_CWD"
 TMUX_SOCKET_ENV = "OMNIGENT_AGY_TMUX_SOCKET"
 READY_TIMEOUT_ENV = "OMNIGENT_AGY_READY_TIMEOUT"
 MCP_SERVERS_ENV = "HARNESS_AGY_CLI_MCP_SERVERS"
+STREAM_IDLE_ENV = "OMNIGENT_AGY_STREAM_IDLE_TIMEOUT"
 DEFAULT_TMUX_SOCKET = "omnigent-agy"
 
 _TOOL_STATUS = {
@@ -192,6 +195,9 @@ class AgyExecutor(Executor):
                 keep_agy_running=config.keep_agy_running,
                 keep=config.keep,
                 ready_timeout=_float_env(self._env, READY_TIMEOUT_ENV, 60.0),
+                reader=ReaderSettings(
+                    idle_timeout=_float_env(self._env, STREAM_IDLE_ENV, DEFAULT_IDLE_TIMEOUT)
+                ),
                 preflight=lambda: preflight(config, self._env),
                 gemini_seed=gemini_seed(
                     config, workspace, self._env, selection=_agent_selection(self._env)
@@ -327,6 +333,20 @@ class AgyExecutor(Executor):
         usage = usage_dict(result, session.turn_model_name if session is not None else None)
         if result.status == "cancelled":
             return TurnCancelled()
+        if result.status == "failed" and result.error is not None and result.gave_up_waiting:
+            return ExecutorError(
+                message=f"agy stopped waiting for an answer: {result.error.message}",
+                retryable=True,
+                usage=usage,
+                preserve_session=True,
+                code="agy_interaction_timed_out",
+                title="agy gave up waiting for your answer",
+                remediation=(
+                    "agy asked for an approval or an answer and timed out before one came; "
+                    "an answer given now is refused. Send the message again and answer the "
+                    "card while it is shown."
+                ),
+            )
         if result.status == "failed" and result.error is not None:
             return ExecutorError(
                 message=result.error.message,
@@ -396,10 +416,15 @@ def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
     if not value:
         return default
     try:
-        return float(value)
+        seconds = float(value)
     except ValueError:
-        _logger.warning("ignoring %s=%r: not a number of seconds", name, value)
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        _logger.warning(
+            "ignoring %s=%r: not a positive number of seconds; using %s", name, value, default
+        )
         return default
+    return seconds
 
 
 def _tool_result(event: ev.ToolCallFinished) -> str:

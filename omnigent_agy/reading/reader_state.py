@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from omnigent_agy.reading.events import Event
 from omnigent_agy.reading.mapper import MapperState
@@ -60,11 +60,14 @@ class ReaderFailed:
 type ReaderEvent = Event | TurnEnded | ConversationRotated | ReaderModeChanged | ReaderFailed
 
 
+DEFAULT_IDLE_TIMEOUT: Final = 15.0
+
+
 @dataclass(frozen=True, slots=True)
 class ReaderSettings:
     """Timings of the reader; tests shorten them, nothing else needs to."""
 
-    idle_timeout: float = 15.0
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     """Seconds without a frame before the reader polls, checks rotation and re-opens."""
     poll_interval: float = 0.5
     """Seconds between polls while the stream is broken."""

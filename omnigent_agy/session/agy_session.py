@@ -43,8 +43,11 @@ from omnigent_agy.reading.reader import (
     TurnEnded,
 )
 from omnigent_agy.reading.sink import HandoffSink
+from omnigent_agy.reading.steps import JsonObject, StepType, obj
 from omnigent_agy.relay.channel import ToolRunner
-from omnigent_agy.rpc.errors import RpcError
+from omnigent_agy.rpc.client import TRANSIENT_CODES
+from omnigent_agy.rpc.endpoint import FollowingClient
+from omnigent_agy.rpc.errors import ProtocolError, RpcError
 from omnigent_agy.session.binding import (
     AgyBinding,
     PreflightError,
@@ -66,6 +69,13 @@ class _BridgeFailed:
     """Answering an interaction failed; the turn ends with this error."""
 
     error: Exception
+
+
+def _step_count(summary: JsonObject) -> int:
+    try:
+        return int(str(summary.get("stepCount") or 0))
+    except ValueError:
+        return 0
 
 
 def open_gates(events: list[ReaderEvent | _BridgeFailed]) -> list[InteractionRequested]:
@@ -227,11 +237,8 @@ class AgySession:
                 # its card was shown), so it is asked again; a stale one resolves as gone.
                 self._start_interaction(gate)
             home.open_turn(tool_runner)
-            # Not sent again after a move unless it never left: agy may have started the turn.
-            await client.run(
-                lambda c: c.send_user_cascade_message(cascade, text, plan_model=resolved.enum),
-                resend_safe=False,
-            )
+            summary = await self._summary(client, cascade)
+            await self._send(client, cascade, text, resolved.enum, since=_step_count(summary))
             async for event in self._follow_turn():
                 yield event
         finally:
@@ -257,6 +264,7 @@ class AgySession:
             if isinstance(event, ConversationRotated):
                 await self._on_rotation(event)
             elif isinstance(event, InteractionRequested):
+                tally.note(event)
                 self._start_interaction(event)
             else:
                 tally.note(event)
@@ -338,6 +346,48 @@ class AgySession:
         return True
 
     # --- helpers --------------------------------------------------------------------------
+
+    async def _summary(self, client: FollowingClient, cascade_id: str) -> JsonObject:
+        """The cascade's summary now (its step count, where this turn's steps will start)."""
+        listed = await client.run(lambda c: c.get_all_cascade_trajectories())
+        return obj(obj(listed.get("trajectorySummaries")).get(cascade_id))
+
+    async def _send(
+        self, client: FollowingClient, cascade: str, text: str, model: str, *, since: int
+    ) -> None:
+        """Send the turn's message once: exactly once, also when the call fails on the way.
+
+        A failure agy may have acted on (the connection dropped after the request went out,
+        the answer came back garbled, agy moved to a new port meanwhile) is not answered by
+        sending again blindly, which could start the turn twice: the steps from `since` on
+        show whether the message arrived, and it is sent again only if it did not.
+        """
+        for attempt in range(2):
+            try:
+                await client.run(
+                    lambda c: c.send_user_cascade_message(cascade, text, plan_model=model),
+                    resend_safe=False,
+                )
+            except RpcError as exc:
+                lost = exc.code in TRANSIENT_CODES or isinstance(exc, ProtocolError)
+                if attempt or not lost:
+                    raise  # agy refused the message itself: say so
+                if await self._arrived(client, cascade, text, since):
+                    _logger.info("the message reached agy although the call failed (%s)", exc)
+                    return
+                _logger.info("the message did not reach agy (%s); sending it again", exc)
+            else:
+                return
+
+    async def _arrived(self, client: FollowingClient, cascade: str, text: str, since: int) -> bool:
+        steps = await client.run(
+            lambda c: c.get_cascade_trajectory_steps(cascade, step_offset=since)
+        )
+        return any(
+            step.get("type") == StepType.USER_INPUT
+            and obj(step.get("userInput")).get("userResponse") == text
+            for step in steps
+        )
 
     async def _on_rotation(self, event: ConversationRotated) -> None:
         agy = self._binding.agy

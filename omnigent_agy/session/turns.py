@@ -12,6 +12,8 @@ from omnigent_agy.reading.events import (
     AssistantMessage,
     ErrorReported,
     Event,
+    InteractionRequested,
+    InteractionResolved,
     TurnBoundary,
     UsageReported,
 )
@@ -32,6 +34,9 @@ class TurnResult:
 
     Not simply the last call: agy ends turns with small bookkeeping calls of another model
     (CHECKPOINT steps) whose prompt says nothing about the conversation's window."""
+    gave_up_waiting: bool = False
+    """The turn failed after agy stopped waiting for an answer to a card (it timed the gate
+    out and asked no more, WIRE.md §6): nobody answered in time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +61,13 @@ class TurnTally:
     last_error: ErrorReported | None = None
     text_after_error: bool = False
     last_call: ModelUsage | None = None
+    gate_timed_out: bool = False  # the last gate ended in ERROR and agy asked no more
 
     def note(self, event: Event) -> None:
+        if isinstance(event, InteractionResolved):
+            self.gate_timed_out = "ERROR" in event.status
+        elif isinstance(event, InteractionRequested):
+            self.gate_timed_out = False
         if isinstance(event, UsageReported):
             if self.last_call is None or _prompt(event.usage) >= _prompt(self.last_call):
                 self.last_call = event.usage
@@ -75,7 +85,14 @@ class TurnTally:
             return TurnResult("cancelled", text, ended.usage, last_call=self.last_call)
         if self.last_error is not None and not self.text_after_error:
             # agy gave up on an error it did not recover from: the turn failed.
-            return TurnResult("failed", text, ended.usage, self.last_error, self.last_call)
+            return TurnResult(
+                "failed",
+                text,
+                ended.usage,
+                self.last_error,
+                self.last_call,
+                gave_up_waiting=self.gate_timed_out,
+            )
         return TurnResult("completed", text, ended.usage, last_call=self.last_call)
 
 

@@ -1,0 +1,126 @@
+"""The seeded fault suite: exactly once and nothing lost, whatever agy's wire does (issue 11).
+
+Trials run in chunks, each chunk one conversation of the real harness app on its own agy-sim
+process (launched by the executor as agy would be); the chunks run side by side (most of a
+trial is waiting for agy), each trial is one turn under a random mix
+of stream drops (clean trailer, EOF, truncated or oversized envelope), stalls, 5xx bursts,
+garbage bodies, agy's language server moving to a new port (before the turn, while it
+streams, while a card waits, while an approved command runs) and the harness being replaced by
+a new one that re-attaches and reads on from the durable cursor. `faultmix.check` states what
+each trial must satisfy.
+
+Repeat a run: ``OMNIGENT_AGY_FAULT_SEED=<seed> scripts/test -e tests -- tests/faults``. The seed
+of every run is in the failure message and in .artifacts/faults/suite.json, with the counts
+(trials, faults planned, faults fired by agy-sim, failures; chunk c uses seed + c).
+``OMNIGENT_AGY_FAULT_TRIALS`` sets the number of trials (default 200, split over the chunks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import time
+import traceback
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+from faultmix import Conversation, Tally, check, draw_trial, environment, play
+
+pytestmark = pytest.mark.tmux
+
+CHUNKS = 4
+TRIALS = int(os.environ.get("OMNIGENT_AGY_FAULT_TRIALS", "200"))
+SEED = int(os.environ.get("OMNIGENT_AGY_FAULT_SEED") or random.SystemRandom().randrange(2**32))
+ARTIFACTS = REPO_ROOT / ".artifacts" / "faults"
+
+
+@pytest.fixture
+def conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Conversation]]:
+    """CHUNKS conversations, each with its own agy-sim and fault control file; one tmux
+    server and state directory for all (as one runner would have)."""
+    env = environment(tmp_path, tmp_path / "unused.json")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
+    talks: list[Conversation] = []
+    try:
+        for chunk in range(CHUNKS):
+            faults = tmp_path / f"faults-{chunk}.json"
+            faults.write_text(json.dumps({"restart": 0, "faults": []}))
+            # agy inherits the environment it is launched with: each its own control file.
+            monkeypatch.setenv("AGY_SIM_FAULTS", str(faults))
+            talk = Conversation({**env, "AGY_SIM_FAULTS": str(faults)}, faults)
+            talks.append(talk)
+            talk.open().turn(f"hello before the faults, {chunk}").finish()
+        yield talks
+    finally:
+        for talk in talks:
+            with contextlib.suppress(Exception):
+                talk.close()
+        if talks:
+            talks[0].kill_agy()
+
+
+def run_chunk(conversation: Conversation, seed: int, count: int) -> Tally:
+    """`count` seeded trials on one conversation; failures are collected, not raised."""
+    rng = random.Random(seed)
+    tally = Tally()
+    fired_before = conversation.fault_counts()
+    try:
+        for number in range(count):
+            trial = draw_trial(rng, number)
+            tally.trials += 1
+            tally.planned.update(trial.labels)
+            started = time.monotonic()
+            try:
+                if trial.respawn_before:
+                    conversation.respawn()
+                conversation.set_faults(trial.rules)
+                turn = play(conversation, trial)
+                conversation.set_faults([])
+                check(conversation, trial, turn)
+            except Exception as exc:
+                tally.failures.append(
+                    f"seed {seed} trial {number} ({trial.scenario}, {trial.labels}): "
+                    f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
+                )
+                conversation.set_faults([])
+                if len(tally.failures) >= 3:
+                    break  # enough to go on; the rest would only repeat it
+            spent = time.monotonic() - started
+            for label in [f"scenario:{trial.scenario}", *trial.labels]:
+                tally.seconds[label] += spent
+    finally:
+        fired = conversation.fault_counts()
+        fired.subtract(fired_before)
+        tally.fired.update({k: v for k, v in fired.items() if v > 0})
+        tally.fired["harness_respawn"] = conversation.respawns
+    return tally
+
+
+@pytest.mark.timeout(900)
+def test_every_committed_step_reaches_omnigent_exactly_once(
+    conversations: list[Conversation],
+) -> None:
+    counts = [TRIALS // CHUNKS + (1 if c < TRIALS % CHUNKS else 0) for c in range(CHUNKS)]
+    with ThreadPoolExecutor(max_workers=CHUNKS) as pool:
+        tallies = list(
+            pool.map(run_chunk, conversations, [SEED + c for c in range(CHUNKS)], counts)
+        )
+    total = Tally()
+    for tally in tallies:
+        total.add(tally)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    report = {"seed": SEED, "chunks": CHUNKS, **total.as_json()}
+    (ARTIFACTS / "suite.json").write_text(json.dumps(report, indent=2) + "\n")
+    assert not total.failures, (
+        f"{len(total.failures)} of {total.trials} trials failed (repeat the run with "
+        f"OMNIGENT_AGY_FAULT_SEED={SEED}):\n" + "\n".join(total.failures)
+    )
+    assert total.trials == TRIALS
+    assert sum(total.fired.values()) > 0, "no fault fired: the suite tested nothing"

@@ -1,0 +1,68 @@
+"""A turn's message reaches agy exactly once, also when the call carrying it fails (issue 11).
+
+SendUserCascadeMessage is not idempotent: sent twice, agy runs the turn twice. When the call
+fails on the way, the session reads agy's steps to learn whether the message arrived and
+sends it again only if it did not.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from faultmix import USER_INPUT, Conversation, environment
+
+pytestmark = pytest.mark.tmux
+
+SEND = "SendUserCascadeMessage"
+
+
+@pytest.fixture
+def talk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Conversation]:
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps({"restart": 0, "faults": []}))
+    env = environment(tmp_path, faults)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
+    conversation = Conversation(env, faults)
+    conversation.open().turn("hello").finish()
+    try:
+        yield conversation
+    finally:
+        try:
+            conversation.close()
+        finally:
+            conversation.kill_agy()
+
+
+def _said(talk: Conversation, text: str) -> int:
+    return sum(
+        s.get("type") == USER_INPUT and s["userInput"].get("userResponse") == text
+        for s in talk.steps()
+    )
+
+
+@pytest.mark.parametrize(
+    ("fault", "what"),
+    [
+        ({"kind": "http_error", "method": SEND, "status": 503, "times": 1}, "never arrived"),
+        ({"kind": "drop_stream", "method": SEND, "times": 1}, "arrived, answer lost"),
+        ({"kind": "garbage", "method": SEND, "times": 1}, "arrived, answer garbled"),
+    ],
+    ids=["503", "answer-cut", "garbage"],
+)
+def test_a_failed_send_delivers_the_message_exactly_once(
+    talk: Conversation, fault: dict[str, object], what: str
+) -> None:
+    talk.set_faults([fault])
+    harness = talk.harness
+    assert harness is not None
+    text = f"the message that {what}"
+    turn = harness.turn(text)
+    turn.until("response.completed", timeout=30)
+    assert "response.failed" not in turn.kinds()
+    assert _said(talk, text) == 1
+    assert text in turn.text()
