@@ -32,6 +32,7 @@ and then returns ALLOW or DENY. An ALLOW is therefore "no objection" and, unless
 from __future__ import annotations
 
 import copy
+import enum
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
@@ -101,6 +102,14 @@ def conversation_label(pattern: str | None) -> str:
     return "Allow for this conversation"
 
 
+class _Unreadable(enum.Enum):
+    UNREADABLE = "unreadable"
+
+
+UNREADABLE: Final = _Unreadable.UNREADABLE
+_MAX_UNREADABLE: Final = 5  # then the card counts as closed
+
+
 class OmnigentPrompts:
     """`HostPrompts` through omnigent's policy engine, choice cards and forms."""
 
@@ -134,13 +143,21 @@ class OmnigentPrompts:
         }
         labels[DENY] = PermissionAnswer.DENY
         message = permission_message(card, harness_label=self._label)
-        chosen = await self._choose(message, list(labels), phase="agy_cli_permission")
-        if chosen is None:
-            return None
-        answer = labels.get(chosen)
-        if answer is None:  # not a button we offered: never guess a permission
+        for _ in range(_MAX_UNREADABLE):
+            chosen = await self._choose(message, list(labels), phase="agy_cli_permission")
+            if chosen is None:
+                return None
+            answer = labels.get(chosen) if isinstance(chosen, str) else None
+            if answer is not None:
+                return answer
+            # Not a button we offered (a client sending something else): never guess a
+            # permission, and never end the turn over it either: ask again, saying why.
             _logger.warning("the permission card answered %r, which it did not offer", chosen)
-        return answer
+            message = _with_notes(
+                permission_message(card, harness_label=self._label),
+                f"That answer was not one of the buttons; choose one of: {', '.join(labels)}.",
+            )
+        return None
 
     # -- questions -------------------------------------------------------------------------
 
@@ -152,7 +169,10 @@ class OmnigentPrompts:
             chosen = await self._choose(message, texts, phase="agy_cli_ask_question")
             if chosen is None:
                 return None
-            return QuestionAnswers((_answer_from_labels(question, [chosen]),))
+            # An unreadable answer is an empty one: the bridge refuses it, naming the valid
+            # options, and asks again (it never ends the turn).
+            labels = [chosen] if isinstance(chosen, str) else []
+            return QuestionAnswers((_answer_from_labels(question, labels),))
         result = await self._ask(question_params(form, harness_label=self._label), "questions")
         return question_answers(form, result)
 
@@ -168,14 +188,19 @@ class OmnigentPrompts:
 
     # -- the web's card --------------------------------------------------------------------
 
-    async def _choose(self, message: str, options: Sequence[str], *, phase: str) -> str | None:
-        """One button per option; the chosen label, or None when the card was closed."""
+    async def _choose(
+        self, message: str, options: Sequence[str], *, phase: str
+    ) -> str | _Unreadable | None:
+        """One button per option; the chosen label, None when the card was closed, or
+        `UNREADABLE` when it was accepted with an answer that is no label (a wrong type, an
+        empty or missing one)."""
         params = choice_params(message, options, phase=phase, harness_label=self._label)
         result = await self._ask(params, "cards")
         if result.action != "accept":
             return None
-        answer = (result.content or {}).get("answer")
-        return answer if isinstance(answer, str) else None
+        content = result.content if isinstance(result.content, Mapping) else {}
+        answer = content.get("answer")
+        return answer if isinstance(answer, str) and answer.strip() else UNREADABLE
 
     async def _ask(self, params: ElicitationRequestParams, what: str) -> ElicitationResult:
         if self._elicit is None:

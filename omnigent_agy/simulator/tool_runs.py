@@ -281,12 +281,13 @@ class ToolRuns:
         results: list[dict[str, Any]] = []
         entries = sorted(path.iterdir(), key=lambda p: p.name)[:200] if path.is_dir() else []
         for entry in entries:
+            name = _wire_text(entry.name)
             if entry.is_dir():
-                results.append({"name": entry.name, "isDir": True})
+                results.append({"name": name, "isDir": True})
             else:
                 size = entry.stat().st_size
-                results.append({"name": entry.name, **({"sizeBytes": str(size)} if size else {})})
-        payload: dict[str, Any] = {"directoryPathUri": path.as_uri()}
+                results.append({"name": name, **({"sizeBytes": str(size)} if size else {})})
+        payload: dict[str, Any] = {"directoryPathUri": _wire_text(path.as_uri())}
         if results:
             payload["results"] = results
         await self._quick_tool(call, "CORTEX_STEP_TYPE_LIST_DIRECTORY", "listDirectory", payload)
@@ -318,3 +319,9 @@ class ToolRuns:
         step["invokeSubagent"]["results"][0]["summary"] = report
         self._finish(index)
         return report
+
+
+def _wire_text(name: str) -> str:
+    """A file name as agy's JSON carries it: bytes that are no UTF-8 (Python keeps them as
+    surrogate escapes) become U+FFFD, as Go's encoding/json replaces invalid UTF-8."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

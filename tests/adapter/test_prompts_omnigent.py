@@ -194,7 +194,6 @@ CARD = PermissionCard(
         (conversation_label("git log"), PermissionAnswer.ALLOW_CONVERSATION),
         (DENY, PermissionAnswer.DENY),  # an answer, delivered: the turn goes on (§1)
         (None, None),  # the card was closed: dismissal
-        ("Allow everything forever", None),  # never guess a permission from an unknown label
     ],
 )
 def test_the_permission_card_offers_three_choices_and_maps_them_back(
@@ -204,6 +203,18 @@ def test_the_permission_card_offers_three_choices_and_maps_them_back(
     assert run(host.prompts().ask_permission(CARD)) == expected
     [params] = host.elicited
     assert card_text(params)[2] == [ALLOW_ONCE, "Allow “git log” for this conversation", DENY]
+
+
+def test_an_answer_that_is_no_button_is_asked_again_and_never_guessed() -> None:
+    # A label we did not offer (or no label at all): never guessed as a permission, and not
+    # a dismissal either; the card is shown again saying why, a few times, then counts as
+    # closed.
+    host = Host(result=picked("Allow everything forever"))
+    assert run(host.prompts().ask_permission(CARD)) is None
+    assert len(host.elicited) == 5
+    again = card_text(host.elicited[1])[1]
+    assert "not one of the buttons" in again
+    assert card_text(host.elicited[1])[2] == card_text(host.elicited[0])[2]
 
 
 def test_the_permission_card_says_in_words_which_command_it_asks_about() -> None:

@@ -19,6 +19,7 @@ of each restart), so the tally is what agy-sim did, not what the suite meant to 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import re
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 from omnigent.community.harness.agy.app import create_app
 from omnigent.community.harness.agy.local import HarnessServer, Turn
 from simproc import AGY_SIM, wait_for
@@ -193,6 +195,7 @@ class Conversation:
         self.restarts = 0
         self.harness: HarnessServer | None = None
         self.respawns = 0
+        self.seen: list[str] = []  # every SSE event that reached omnigent, as JSON text
 
     # --- the harness ---------------------------------------------------------------------
 
@@ -284,6 +287,7 @@ def play(conversation: Conversation, trial: Trial) -> Turn:
         event = turn.next(TURN_DEADLINE)
         if event is None:
             return turn
+        conversation.seen.append(json.dumps(event))
         kind = str(event.get("type"))
         if not moved and trial.restart == "streaming" and kind.endswith(".delta"):
             conversation.move()
@@ -352,3 +356,34 @@ def check(conversation: Conversation, trial: Trial, turn: Turn) -> None:
 def _failure(turn: Turn) -> str:
     failed = [e for e in turn.events if e.get("type") == "response.failed"]
     return json.dumps(failed[-1].get("response", {}).get("error")) if failed else "?"
+
+
+def token_leaks(
+    token: str, *, texts: dict[str, str], root: Path, private: list[Path], tmux_socket: str
+) -> list[str]:
+    """Where `token` shows: among `texts` (name → captured text), in any file under `root`
+    outside the `private` state directories, or in the command line or environment of this
+    process (the harness) and of the tmux server it started (socket `tmux_socket`)."""
+    found = [name for name, text in texts.items() if token in text]
+    for path in root.rglob("*"):
+        if not path.is_file() or any(path.is_relative_to(p) for p in private):
+            continue
+        with contextlib.suppress(OSError):
+            if token.encode() in path.read_bytes():
+                found.append(str(path))
+    for process in [psutil.Process(), *_tmux_servers(tmux_socket)]:
+        with contextlib.suppress(psutil.Error):
+            listing = " ".join(process.cmdline()) + json.dumps(process.environ())
+            if token in listing:
+                found.append(f"process {process.pid} ({process.name()})")
+    return found
+
+
+def _tmux_servers(socket_name: str) -> list[psutil.Process]:
+    servers: list[psutil.Process] = []
+    for process in psutil.process_iter(["name", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            name = process.info["name"] or ""
+            if name.startswith("tmux") and socket_name in " ".join(process.info["cmdline"] or []):
+                servers.append(process)
+    return servers

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import random
+import stat
 import time
 import traceback
 from collections.abc import Iterator
@@ -29,7 +31,17 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
-from faultmix import Conversation, Tally, check, draw_trial, environment, play
+from faultmix import (
+    Conversation,
+    Tally,
+    check,
+    draw_trial,
+    environment,
+    play,
+    token_leaks,
+)
+
+from omnigent_agy.agy.terminal import TerminalHost
 
 pytestmark = pytest.mark.tmux
 
@@ -104,9 +116,14 @@ def run_chunk(conversation: Conversation, seed: int, count: int) -> Tally:
 
 
 @pytest.mark.timeout(900)
+# A replaced harness leaves its event loop as a killed process would (omnigent's adapter has
+# no shutdown hook that closes the executor): the garbage collector reclaims its sockets and
+# warns, at some later moment of this long test.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_every_committed_step_reaches_omnigent_exactly_once(
-    conversations: list[Conversation],
+    conversations: list[Conversation], caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
+    caplog.set_level(logging.INFO, logger="omnigent_agy")
     counts = [TRIALS // CHUNKS + (1 if c < TRIALS % CHUNKS else 0) for c in range(CHUNKS)]
     with ThreadPoolExecutor(max_workers=CHUNKS) as pool:
         tallies = list(
@@ -124,3 +141,24 @@ def test_every_committed_step_reaches_omnigent_exactly_once(
     )
     assert total.trials == TRIALS
     assert sum(total.fired.values()) > 0, "no fault fired: the suite tested nothing"
+    assert_secrets_kept(conversations, caplog.text, tmp_path)
+
+
+def assert_secrets_kept(conversations: list[Conversation], logs: str, root: Path) -> None:
+    """Every captured output of the run is grepped for every agy's CSRF token; the state
+    directories and the tmux socket are private."""
+    tokens = [talk.record().csrf_token for talk in conversations]
+    assert len(set(tokens)) == len(tokens), "two agy processes got the same CSRF token"
+    assert all(len(token) >= 32 for token in tokens)
+    private = [Path(talk.record().log_file).parent for talk in conversations]
+    texts = {"the harness's logs": logs}
+    texts.update({f"events of {t.conversation_id}": "\n".join(t.seen) for t in conversations})
+    socket_name = conversations[0].env["OMNIGENT_AGY_TMUX_SOCKET"]
+    for token in tokens:
+        leaks = token_leaks(token, texts=texts, root=root, private=private, tmux_socket=socket_name)
+        assert not leaks, f"a CSRF token shows in {leaks}"
+    for state in private:
+        assert stat.S_IMODE(state.stat().st_mode) == 0o700, state
+    tmux_socket = TerminalHost(socket_name=socket_name).socket_path
+    assert stat.S_IMODE(tmux_socket.stat().st_mode) & 0o077 == 0, oct(tmux_socket.stat().st_mode)
+    assert stat.S_IMODE(tmux_socket.parent.stat().st_mode) & 0o077 == 0
