@@ -55,6 +55,11 @@ def _enable(args: argparse.Namespace, *, enabled: bool) -> int:
     if override and (override == "1") != enabled:
         print(f"note: {ENV_ENABLED}={override} is set and overrides the file", file=sys.stderr)
     print(f"omnigent-agy is {word}; restart `omnigent server` and `omnigent host` to apply it")
+    if enabled:
+        # omnigent's server refuses an agy-cli agent until it restarts with the plugin, and
+        # keeps agents only in its database: the registration cannot happen here (README,
+        # "Registering the agent").
+        print(f'then register its agent: omnigent agent add "{agent_folder_path()}"')
     return EXIT_OK
 
 
@@ -111,24 +116,26 @@ def _add_config(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 AGENT_PACKAGE = "omnigent.community.harness.agy"
-AGENT_YAML = "agy-cli.yaml"
+# An agent folder, not a single-file YAML: omnigent 0.19 keeps an agent's `description:` (the
+# web picker's subtitle) only from a folder's config.yaml.
+AGENT_FOLDER = "agent"
 
 
-def agent_yaml_path() -> Path:
-    """The shipped agent YAML (package data of the adapter)."""
-    return Path(str(resources.files(AGENT_PACKAGE).joinpath(AGENT_YAML)))
+def agent_folder_path() -> Path:
+    """The shipped agent folder (package data of the adapter; its spec is `config.yaml`)."""
+    return Path(str(resources.files(AGENT_PACKAGE).joinpath(AGENT_FOLDER)))
 
 
 def _show_agent_path(args: argparse.Namespace) -> int:
     del args
-    print(agent_yaml_path())
+    print(agent_folder_path())
     return EXIT_OK
 
 
 def _add_agent_path(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "agent-path",
-        help="print the path of the shipped agent YAML (for `omnigent agent add`)",
+        help="print the path of the shipped agent folder (for `omnigent agent add`)",
     )
     parser.set_defaults(handler=_show_agent_path)
 

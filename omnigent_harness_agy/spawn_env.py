@@ -18,9 +18,10 @@ from .plugin import MODEL_ENV_KEY
 EFFORT_ENV_KEY = "HARNESS_AGY_CLI_REASONING_EFFORT"
 CWD_ENV_KEY = "HARNESS_AGY_CLI_CWD"
 AGENT_ENV_KEY = "HARNESS_AGY_CLI_AGENT_NAME"
-# The agent's choice of the person's MCP servers (docs/configuration.md): its YAML's
-# `executor.extra.mcp_servers`, which omnigent keeps in `spec.llm.extra` (it drops unknown
-# executor keys, and keeps `extra` only when the agent names a model).
+# The agent's choice of the person's MCP servers (docs/configuration.md): `spec.llm.extra`,
+# which omnigent fills from an agent folder's `llm:` block (its keys other than `model`) or a
+# single-file YAML's `executor.extra` (it drops unknown executor keys, and keeps `extra` only
+# when the agent names a model).
 MCP_SERVERS_ENV_KEY = "HARNESS_AGY_CLI_MCP_SERVERS"
 
 

@@ -38,7 +38,7 @@ import psutil
 import yaml
 from libtmux.exc import LibTmuxException
 
-from omnigent_agy.cli import agent_yaml_path
+from omnigent_agy.cli import agent_folder_path
 
 from .rest import OmnigentClient
 
@@ -59,11 +59,12 @@ SERVER_TIMEOUT = 120.0
 HOST_TIMEOUT = 120.0
 
 Progress = Callable[[str], None]
+AGENT_EDITOR_FEATURE = "custom_agents_settings_ui"
 
 
 def agent_name() -> str:
     """The name of the shipped agent (`omnigent-agy agent-path`), as sessions are opened with."""
-    spec = yaml.safe_load(agent_yaml_path().read_text(encoding="utf-8"))
+    spec = yaml.safe_load((agent_folder_path() / "config.yaml").read_text(encoding="utf-8"))
     return str(spec["name"])
 
 
@@ -227,8 +228,8 @@ class LocalStack:
         self.run(main, ["omnigent-agy", "enable"])
         self.start_server()
         self.progress("registering the agent: omnigent agent add $(omnigent-agy agent-path)")
-        agent_yaml = self.run(main, ["omnigent-agy", "agent-path"]).strip()
-        self.run(main, ["omnigent", "agent", "add", agent_yaml, "--server", self.url])
+        agent_folder = self.run(main, ["omnigent-agy", "agent-path"]).strip()
+        self.run(main, ["omnigent", "agent", "add", agent_folder, "--server", self.url])
         self.start_host(main)
 
     def start_server(self) -> None:
@@ -236,7 +237,10 @@ class LocalStack:
         self.port = free_port()
         self.progress(f"starting omnigent server on {self.url} (about 20 s)")
         argv = ["omnigent", "server", "--host", "127.0.0.1", "--port", str(self.port)]
-        self.server = _spawn([*argv, "--no-open"], main.env, self.root / "server.log")
+        # omnigent 0.19 shows its agent editor (Settings → Custom agents, where the Harness
+        # dropdown offers "Antigravity CLI") only with this opt-in feature of its server.
+        env = {**main.env, "OMNIGENT_FEATURES": AGENT_EDITOR_FEATURE}
+        self.server = _spawn([*argv, "--no-open"], env, self.root / "server.log")
         self._wait(
             lambda: self.client.health() or None,
             "omnigent server to answer /health",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -27,7 +28,7 @@ from omnigent_agy.onboarding.checks import Status
 from omnigent_agy.onboarding.config import ENV_ENABLED, INSTALL_HINT, set_enabled
 from omnigent_agy.onboarding.doctor import plugin_checks
 
-AGENT_YAML = Path(plugin.__file__).with_name("agy-cli.yaml")
+AGENT_FOLDER = Path(plugin.__file__).with_name("agent")
 
 
 @pytest.fixture
@@ -224,11 +225,19 @@ LOAD_AGENT = textwrap.dedent(
     builder = load_object(spawn_env_builders()["agy-cli"])
     print(json.dumps({
         "harness": spec.executor.config["harness"],
+        "description": spec.description,
         "alias": canonicalize_harness("antigravity-cli"),
         "env": builder(spec, cwd=Path("/ws"), workdir=None),
     }))
     """
 )
+
+
+def shipped_agent_copy(home: Path) -> Path:
+    """A copy of the shipped agent folder to edit."""
+    agent = home / "agent"
+    shutil.copytree(AGENT_FOLDER, agent)
+    return agent
 
 
 def _load_agent(home: Path, agent: Path, enabled: str) -> subprocess.CompletedProcess[str]:
@@ -246,13 +255,13 @@ def _load_agent(home: Path, agent: Path, enabled: str) -> subprocess.CompletedPr
 
 
 def test_an_agents_mcp_servers_reach_the_harness(home: Path) -> None:
-    agent = home / "agent.yaml"
-    agent.write_text(
-        AGENT_YAML.read_text().replace(
-            "# model: gemini-pro",
-            "model: gemini-pro\n  extra:\n    mcp_servers: {allow: [github]}",
-        )
-    )
+    agent = shipped_agent_copy(home)
+    config = agent / "config.yaml"
+    text = config.read_text()
+    for commented in ("# llm:", "#   model: gemini-pro", "#   mcp_servers: {allow: [github]}"):
+        assert commented in text  # the example the shipped agent shows is the one that works
+        text = text.replace(commented, commented.replace("# ", "", 1))
+    config.write_text(text)
     result = _load_agent(home, agent, "1")
     assert result.returncode == 0, result.stderr
     env = json.loads(result.stdout.strip().splitlines()[-1])["env"]
@@ -260,12 +269,15 @@ def test_an_agents_mcp_servers_reach_the_harness(home: Path) -> None:
 
 
 def test_shipped_agent_loads_when_enabled(home: Path) -> None:
-    agent = home / "agent.yaml"
-    agent.write_text(AGENT_YAML.read_text().replace("# model: gemini-pro", "model: gemini-pro"))
+    agent = shipped_agent_copy(home)
+    config = agent / "config.yaml"
+    config.write_text(config.read_text().replace("# model: gemini-pro", "model: gemini-pro"))
     result = _load_agent(home, agent, "1")
     assert result.returncode == 0, result.stderr
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded["harness"] == "agy-cli"
+    # The web picker's subtitle: omnigent keeps it only from a folder's config.yaml.
+    assert loaded["description"].startswith("Google's Antigravity CLI (agy)")
     assert loaded["alias"] == "agy-cli"
     assert loaded["env"] == {
         "HARNESS_AGY_CLI_MODEL": "gemini-pro",
@@ -275,7 +287,7 @@ def test_shipped_agent_loads_when_enabled(home: Path) -> None:
 
 
 def test_shipped_agent_is_refused_when_disabled(home: Path) -> None:
-    result = _load_agent(home, AGENT_YAML, "0")
+    result = _load_agent(home, AGENT_FOLDER, "0")
     assert result.returncode != 0
     assert "agy-cli" in result.stderr
 

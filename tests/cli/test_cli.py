@@ -40,10 +40,13 @@ def test_enable_then_disable_edits_the_default_file(
     out = capsys.readouterr().out
     assert f"harness.agy-cli.enabled: unset -> true in {home}/.omnigent/config.yaml" in out
     assert "restart" in out
+    assert f'then register its agent: omnigent agent add "{cli.agent_folder_path()}"' in out
     assert config_of(home) == {"harness": {"agy-cli": {"enabled": True}}}
 
     assert cli.main(["disable"]) == cli.EXIT_OK
-    assert "true -> false" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "true -> false" in out
+    assert "register" not in out
     assert config_of(home) == {"harness": {"agy-cli": {"enabled": False}}}
 
 
@@ -118,13 +121,13 @@ def test_a_broken_config_exits_2_naming_the_key(
     assert "harness.agy-cli.permissions.mode 'yolo'" in capsys.readouterr().err
 
 
-def test_agent_path_names_the_shipped_yaml(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_agent_path_names_the_folder(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     del home
     assert cli.main(["agent-path"]) == cli.EXIT_OK
     path = Path(capsys.readouterr().out.strip())
-    agent = yaml.safe_load(path.read_text())
-    assert agent["executor"] == {"harness": "agy-cli"}
-    assert {"name", "prompt"} <= set(agent)
+    agent = yaml.safe_load((path / "config.yaml").read_text())
+    assert agent["executor"] == {"type": "omnigent", "config": {"harness": "agy-cli"}}
+    assert {"spec_version", "name", "description", "instructions"} <= set(agent)
 
 
 def test_every_command_is_one_function() -> None:

@@ -24,6 +24,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.tmux, pytest.mark.browser]
 #: Where the shipped agent is offered on omnigent 0.19's new-session page: Agents → Other…,
 #: under its name (README, "Where to find it in the web UI").
 AGENT_ENTRY = re.compile(r"^Antigravity-CLI\b")
+AGENT_DESCRIPTION = "Google's Antigravity CLI (agy), driven over its local language server."
 # Turns on agy-sim take seconds; the first one also starts the harness process and agy.
 TURN_TIMEOUT_MS = 90_000
 
@@ -119,6 +120,22 @@ def test_antigravity_cli_is_offered_where_a_person_picks_the_agent(screen: Scree
     entry.hover()
     # Its harness, by the label the plugin gives it, is on the entry itself.
     expect(entry).to_contain_text("Antigravity CLI")
+
+
+def test_the_agent_editor_offers_antigravity_cli_and_shows_the_description(
+    screen: Screen,
+) -> None:
+    # Settings → Custom agents → the agent: omnigent edits only agent folders (config.yaml),
+    # which is also the only shape whose description it keeps.
+    screen.page.goto(f"{screen.stack.url}/settings/custom-agents")
+    screen.page.get_by_text(AGENT_ENTRY).first.click()
+    form = screen.page.get_by_role("form", name="Agent configuration")
+    expect(form).to_be_visible(timeout=30_000)
+    harness = form.get_by_label("Harness")
+    expect(harness).to_have_value("agy-cli")
+    expect(harness.locator("option:checked")).to_have_text("Antigravity CLI")
+    expect(form.get_by_label("Description")).to_have_value(AGENT_DESCRIPTION)
+    screen.shot("editor")
 
 
 def test_a_typed_message_streams_its_answer_onto_the_page(screen: Screen) -> None:
