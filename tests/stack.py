@@ -28,7 +28,7 @@ from omnigent_agy.rpc.client import RpcClient
 # How a turn ends on the session's stream; Stop shows as `session.interrupted` (omnigent sends
 # no response.cancelled for it).
 TURN_ENDS = ("response.completed", "response.cancelled", "response.failed", "session.interrupted")
-AGENT = agent_name()  # the shipped agent's (omnigent_harness_agy/agy-cli.yaml)
+AGENT = agent_name()  # the shipped agent's (omnigent_harness_agy/agent/config.yaml)
 
 
 def wait_until[T](probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
