@@ -12,30 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faultmix import USER_INPUT, Conversation, answer, environment
+from faultmix import USER_INPUT, Conversation, answer, conversation_on_sim
 
 pytestmark = pytest.mark.tmux
 
 
 @pytest.fixture(scope="module")
 def talk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Conversation]:
-    tmp = tmp_path_factory.mktemp("bad-input")
-    faults = tmp / "faults.json"
-    faults.write_text(json.dumps({"restart": 0, "faults": []}))
-    env = environment(tmp, faults)
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in env.items():
-            patch.setenv(key, value)
-        patch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
-        conversation = Conversation(env, faults)
-        conversation.open()
-        try:
-            yield conversation
-        finally:
-            try:
-                conversation.close()
-            finally:
-                conversation.kill_agy()
+    with conversation_on_sim(tmp_path_factory.mktemp("bad-input")) as conversation:
+        yield conversation
 
 
 def _post_answer(talk: Conversation, card: dict[str, Any], content: object) -> int:

@@ -33,6 +33,7 @@ import pytest
 from conftest import REPO_ROOT
 from faultmix import (
     Conversation,
+    SimulatorStuckError,
     Tally,
     check,
     draw_trial,
@@ -55,7 +56,10 @@ ARTIFACTS = REPO_ROOT / ".artifacts" / "faults"
 def conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Conversation]]:
     """CHUNKS conversations, each with its own agy-sim and fault control file; one tmux
     server and state directory for all (as one runner would have)."""
-    env = environment(tmp_path, tmp_path / "unused.json")
+    # CHUNKS agys of one person run at once: the sweep's default cap would stop the least
+    # recently used one between its turns (then relaunched by its next turn, as it should
+    # be, but with another chunk's fault control file in its environment).
+    env = environment(tmp_path, tmp_path / "unused.json", OMNIGENT_AGY_CLI_MAX_KEPT=str(2 * CHUNKS))
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
@@ -96,6 +100,9 @@ def run_chunk(conversation: Conversation, seed: int, count: int) -> Tally:
                 turn = play(conversation, trial)
                 conversation.set_faults([])
                 check(conversation, trial, turn)
+            except SimulatorStuckError as exc:
+                tally.stuck.append(f"seed {seed} trial {number}: {exc}")
+                conversation.set_faults([])
             except Exception as exc:
                 tally.failures.append(
                     f"seed {seed} trial {number} ({trial.scenario}, {trial.labels}): "
@@ -140,6 +147,8 @@ def test_every_committed_step_reaches_omnigent_exactly_once(
         f"OMNIGENT_AGY_FAULT_SEED={SEED}):\n" + "\n".join(total.failures)
     )
     assert total.trials == TRIALS
+    # agy-sim's own restart sometimes hangs (rarely); many such trials would test nothing.
+    assert len(total.stuck) <= max(2, TRIALS // 50), total.stuck
     assert sum(total.fired.values()) > 0, "no fault fired: the suite tested nothing"
     assert_secrets_kept(conversations, caplog.text, tmp_path)
 

@@ -8,13 +8,12 @@ they were shown first, however late.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from faultmix import Conversation, answer, environment
+from faultmix import Conversation, answer, conversation_on_sim
 from simproc import wait_for
 
 pytestmark = pytest.mark.tmux
@@ -25,22 +24,9 @@ DONE = "CORTEX_STEP_STATUS_DONE"
 
 
 @pytest.fixture
-def slow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Conversation]:
-    faults = tmp_path / "faults.json"
-    faults.write_text(json.dumps({"restart": 0, "faults": []}))
-    env = environment(tmp_path, faults, AGY_SIM_WAITING_TIMEOUT=str(TIMEOUT))
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
-    talk = Conversation(env, faults)
-    talk.open()
-    try:
+def slow(tmp_path: Path) -> Iterator[Conversation]:
+    with conversation_on_sim(tmp_path, AGY_SIM_WAITING_TIMEOUT=str(TIMEOUT)) as talk:
         yield talk
-    finally:
-        try:
-            talk.close()
-        finally:
-            talk.kill_agy()
 
 
 def _of_type(talk: Conversation, step_type: str) -> list[dict[str, Any]]:

@@ -7,12 +7,11 @@ sends it again only if it did not.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faultmix import USER_INPUT, Conversation, environment
+from faultmix import USER_INPUT, Conversation, conversation_on_sim
 
 pytestmark = pytest.mark.tmux
 
@@ -20,22 +19,11 @@ SEND = "SendUserCascadeMessage"
 
 
 @pytest.fixture
-def talk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Conversation]:
-    faults = tmp_path / "faults.json"
-    faults.write_text(json.dumps({"restart": 0, "faults": []}))
-    env = environment(tmp_path, faults)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
-    conversation = Conversation(env, faults)
-    conversation.open().turn("hello").finish()
-    try:
+def talk(tmp_path: Path) -> Iterator[Conversation]:
+    with conversation_on_sim(tmp_path) as conversation:
+        assert conversation.harness is not None
+        conversation.harness.turn("hello").finish()
         yield conversation
-    finally:
-        try:
-            conversation.close()
-        finally:
-            conversation.kill_agy()
 
 
 def _said(talk: Conversation, text: str) -> int:
