@@ -7,7 +7,11 @@ from typing import Any
 
 from fastapi import FastAPI
 from omnigent.runtime.harnesses._executor_adapter import ExecutorAdapter
-from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
+from omnigent.server.schemas import (
+    ElicitationRequestParams,
+    ElicitationResolvedEvent,
+    ElicitationResult,
+)
 
 from omnigent_agy import HARNESS_LABEL
 
@@ -21,6 +25,12 @@ class AgyExecutorAdapter(ExecutorAdapter):
     write-in), which only `TurnContext.elicit` can show; the stock bridges offer yes/no and
     one-of-N cards. The bridge reads the current turn's context at call time, like the stock
     ones, so a handler captured on one turn never answers into a dead one.
+
+    A card that ends without an answer (Stop cancels `TurnContext.elicit`, or the interaction
+    bridge withdraws it) is closed on the server with ``response.elicitation_resolved``
+    (reason "unanswered"), the event omnigent's own runner sends for an approval wait that
+    ended unanswered: `TurnContext.elicit` itself emits nothing then, so the card would stay
+    in the session's ``pending_elicitations`` and on the web page, answerable but dead.
     """
 
     async def run_turn(self, request: Any, ctx: Any) -> None:
@@ -34,7 +44,21 @@ class AgyExecutorAdapter(ExecutorAdapter):
         if ctx is None:
             # No turn to show it in: dismiss, which the bridge delivers as a refusal.
             return ElicitationResult(action="cancel")
-        return await ctx.elicit(f"elicit_{secrets.token_hex(16)}", params)
+        elicitation_id = f"elicit_{secrets.token_hex(16)}"
+        answered = False
+        try:
+            result = await ctx.elicit(elicitation_id, params)
+            answered = True
+            return result
+        finally:
+            if not answered:
+                ctx.emit(
+                    ElicitationResolvedEvent(
+                        type="response.elicitation_resolved",
+                        elicitation_id=elicitation_id,
+                        reason="unanswered",
+                    )
+                )
 
 
 def create_app() -> FastAPI:

@@ -190,9 +190,14 @@ def test_interrupt_during_a_pending_approval_denies_it(
     harness: HarnessServer, agy_env: dict[str, str]
 ) -> None:
     turn = harness.turn("run: echo waiting")
-    turn.until("response.elicitation_request")
+    card = turn.until("response.elicitation_request")
     assert harness.post({"type": "interrupt"}).status_code == 204
     turn.until("response.cancelled")
+    # The card is withdrawn on the server (its pending_elicitations), not left open.
+    closed = [e for e in turn.events if e.get("type") == "response.elicitation_resolved"]
+    assert [(e["elicitation_id"], e.get("reason")) for e in closed] == [
+        (card["elicitation_id"], "unanswered")
+    ]
     commands = [
         s
         for s in steps_of(agy_env, harness.conversation_id)
