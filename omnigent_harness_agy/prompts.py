@@ -15,7 +15,9 @@ policy name to "<label>_sdk_permission", which tells a person nothing about the 
 permissions and single questions are built here: the message says in words what agy asks
 (the command, file or MCP tool; the question) and the policy name is the harness label.
 "Deny" stays an answer delivered to agy, never omnigent's "decline", which would cancel the
-whole turn (DESIGN-NOTES §1).
+whole turn (DESIGN-NOTES §1). A single question's card ends with a "Type my own answer…"
+button, since a choice card has no text field: it opens the question again as an
+``ask_user_question`` form with no options, whose "Type something" field is the answer.
 
 Several questions, multi-select and questions whose options cannot be told apart go to the
 web's ``ask_user_question`` form: each question's field is keyed by the question's own text
@@ -35,6 +37,7 @@ import copy
 import enum
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from omnigent.runtime.harnesses._scaffold import PolicyVerdictPayload
@@ -59,6 +62,7 @@ from omnigent_agy.reading.steps import Question
 __all__ = [
     "ALLOW_ONCE",
     "DENY",
+    "WRITE_IN",
     "Elicit",
     "OmnigentPrompts",
     "PolicyEvaluator",
@@ -75,6 +79,9 @@ Elicit = Callable[[ElicitationRequestParams], Awaitable[ElicitationResult]]
 
 ALLOW_ONCE: Final = "Allow once"
 DENY: Final = "Deny"
+# The last button of a single question's card: a choice card has no text field, so this one
+# opens a form with just the question's text field (agy takes a `writeInResponse`, WIRE.md §3).
+WRITE_IN: Final = "Type my own answer…"
 TOOL_CALL_PHASE: Final = "PHASE_TOOL_CALL"
 _TOOL_NAMES: Final = {
     RequestKind.COMMAND: "run_command",
@@ -166,15 +173,37 @@ class OmnigentPrompts:
             question = form.questions[0]
             message = _with_notes(question.text, form.error or form.note)
             texts = [option.text for option in question.options]
+            if form.allow_write_in:
+                texts.append(WRITE_IN)
             chosen = await self._choose(message, texts, phase="agy_cli_ask_question")
             if chosen is None:
                 return None
+            if chosen == WRITE_IN and form.allow_write_in:
+                return await self._ask_write_in(form)
             # An unreadable answer is an empty one: the bridge refuses it, naming the valid
             # options, and asks again (it never ends the turn).
             labels = [chosen] if isinstance(chosen, str) else []
             return QuestionAnswers((_answer_from_labels(question, labels),))
         result = await self._ask(question_params(form, harness_label=self._label), "questions")
         return question_answers(form, result)
+
+    async def _ask_write_in(self, form: QuestionForm) -> QuestionAnswers | None:
+        """The card's "Type my own answer…": the question again as a form with only its text
+        field; whatever is typed is the answer (an option's exact label picks that option).
+        An empty answer comes back as an empty write-in, which the bridge refuses with a
+        message and asks again."""
+        question = form.questions[0]
+        only_text = replace(form, questions=(replace(question, options=()),))
+        result = await self._ask(question_params(only_text, harness_label=self._label), "questions")
+        if result.action != "accept":
+            return None
+        content = result.content if isinstance(result.content, Mapping) else {}
+        field = answer_fields(only_text)[0]
+        value = content.get(field, content.get("0"))
+        text = value.strip() if isinstance(value, str) else ""
+        if not text:
+            return QuestionAnswers((QuestionAnswer(write_in=""),))
+        return QuestionAnswers((_answer_from_labels(question, [text]),))
 
     # -- MCP elicitation -------------------------------------------------------------------
 
@@ -282,7 +311,12 @@ def _fits_choice_card(form: QuestionForm) -> bool:
         return False
     question = form.questions[0]
     texts = [option.text for option in question.options]
-    return not question.multi_select and bool(texts) and len(set(texts)) == len(texts)
+    return (
+        not question.multi_select
+        and bool(texts)
+        and len(set(texts)) == len(texts)
+        and WRITE_IN not in texts  # the write-in button must not be mistaken for an option
+    )
 
 
 def question_params(form: QuestionForm, *, harness_label: str) -> ElicitationRequestParams:

@@ -167,7 +167,9 @@ def _problem_with(
     if answer.write_in is not None and not allow_write_in:
         return f"does not take a written answer; {valid}"
     if not (answer.selected or (answer.write_in or "").strip() or answer.skipped):
-        return f"has no answer; {valid}"
+        # The person chose to write and wrote nothing: say that, not just "no answer".
+        empty = "got an empty written answer: type one or pick an option"
+        return f"{empty if answer.write_in is not None else 'has no answer'}; {valid}"
     return None
 
 

@@ -18,6 +18,7 @@ import pytest
 from omnigent.community.harness.agy.prompts import (
     ALLOW_ONCE,
     DENY,
+    WRITE_IN,
     OmnigentPrompts,
     conversation_label,
 )
@@ -63,6 +64,8 @@ class Host:
         default_factory=lambda: PolicyVerdictPayload(action="POLICY_ACTION_ALLOW")
     )
     result: ElicitationResult = field(default_factory=lambda: ElicitationResult(action="cancel"))
+    # Answers to the first cards, in order; `result` answers every card after them.
+    results: list[ElicitationResult] = field(default_factory=list)
     evaluations: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     elicited: list[ElicitationRequestParams] = field(default_factory=list)
 
@@ -73,7 +76,7 @@ class Host:
     async def elicit(self, params: ElicitationRequestParams) -> ElicitationResult:
         assert isinstance(params, ElicitationRequestParams)
         self.elicited.append(params)
-        return self.result
+        return self.results.pop(0) if self.results else self.result
 
     def prompts(self, **kwargs: Any) -> OmnigentPrompts:
         bridges: dict[str, Callable[..., Any] | None] = {
@@ -309,8 +312,57 @@ def test_one_single_select_question_is_a_choice_card_showing_the_question() -> N
     assert card_text(params) == (
         "Choose an option · Antigravity CLI",
         "Which color?",
-        ["Red", "Blue"],
+        ["Red", "Blue", WRITE_IN],
     )
+
+
+def typed(text: str) -> ElicitationResult:
+    """What the web posts from the write-in form: its one question's "Type something" text."""
+    return ElicitationResult(action="accept", content={"Which color?": text})
+
+
+def test_the_write_in_button_asks_the_question_again_with_only_a_text_field() -> None:
+    host = Host(results=[picked(WRITE_IN), typed("  teal ")])
+    got = run(host.prompts().ask_questions(QuestionForm("c", (COLOR,))))
+    assert got == QuestionAnswers((QuestionAnswer(write_in="teal"),))
+    _, form = host.elicited
+    # The web's ask_user_question form: a question with no options renders its title and the
+    # "Type something" field only (read in the web bundle).
+    assert form.requestedSchema is None
+    assert form.model_dump()["ask_user_question"]["questions"] == [
+        {"id": "Which color?", "question": "Which color?", "options": [], "multiSelect": False}
+    ]
+
+
+def test_a_write_in_that_is_an_options_label_picks_that_option() -> None:
+    host = Host(results=[picked(WRITE_IN), typed("Blue")])
+    got = run(host.prompts().ask_questions(QuestionForm("c", (COLOR,))))
+    assert got == QuestionAnswers((QuestionAnswer(selected=("2",)),))
+
+
+def test_an_empty_write_in_is_refused_with_a_message_saying_so() -> None:
+    host = Host(results=[picked(WRITE_IN), typed("   ")])
+    form = QuestionForm("c", (COLOR,))
+    got = run(host.prompts().ask_questions(form))
+    assert got == QuestionAnswers((QuestionAnswer(write_in=""),))
+    problem = answer_problem(form, got)
+    assert problem is not None
+    assert "empty written answer" in problem
+    assert "1 (Red), 2 (Blue)" in problem
+
+
+def test_a_closed_write_in_form_is_a_dismissal() -> None:
+    host = Host(results=[picked(WRITE_IN), ElicitationResult(action="cancel")])
+    assert run(host.prompts().ask_questions(QuestionForm("c", (COLOR,)))) is None
+
+
+def test_an_option_named_like_the_write_in_button_uses_the_form() -> None:
+    odd = Question("Pick", (QuestionOption("1", WRITE_IN), QuestionOption("2", "Other")), False)
+    host = Host(result=ElicitationResult(action="accept", content={"Pick": WRITE_IN}))
+    got = run(host.prompts().ask_questions(QuestionForm("c", (odd,))))
+    assert got == QuestionAnswers((QuestionAnswer(selected=("1",)),))
+    [params] = host.elicited
+    assert params.requestedSchema is None
 
 
 def test_a_choice_card_closed_is_a_dismissal_and_a_refusal_is_shown_as_a_note() -> None:

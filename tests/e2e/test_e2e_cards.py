@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from omnigent.community.harness.agy.rest import card_choices
+from omnigent.community.harness.agy.prompts import WRITE_IN
+from omnigent.community.harness.agy.rest import card_choices, card_questions
 from stack import Conversation
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
@@ -79,12 +80,22 @@ def test_a_write_in_answer_in_a_form_reaches_agy(conversation: Conversation) -> 
     assert "Which test framework? → “nose2”" in reply
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=LookupError,
-    reason="a single-select question is shown as a choice card (buttons only), which has no "
-    "field to type an answer of one's own (issue 9 §1 'Cards read like internals')",
-)
 def test_a_write_in_answer_to_a_single_question_reaches_agy(conversation: Conversation) -> None:
-    reply = answered(conversation, "Ask me a write-in question", "toolbox")
+    conversation.send("Ask me a write-in question")
+    card = conversation.card()
+    # agy's options stay buttons; the last button opens a form with just a text field.
+    assert card["params"]["message"] == "What should the new module be called?"
+    assert card_choices(card["params"]) == ["utils", "helpers", WRITE_IN]
+    conversation.answer(card, WRITE_IN)
+    empty = conversation.card()
+    assert [q["options"] for q in card_questions(empty["params"])] == [[]]
+    conversation.answer(empty, "")
+    # An empty answer is refused with a message saying so, and the question is asked again.
+    again = conversation.card()
+    assert "empty written answer" in again["params"]["message"]
+    assert card_choices(again["params"]) == ["utils", "helpers", WRITE_IN]
+    conversation.answer(again, WRITE_IN)
+    conversation.answer(conversation.card(), "toolbox")
+    assert conversation.turn_end()["type"] == "response.completed"
+    reply = conversation.assistant_texts()[-1]
     assert "What should the new module be called? → “toolbox”" in reply

@@ -867,7 +867,7 @@ FORM = QuestionForm("c", (COLOR, CHECKS))
         ),
         pytest.param(answers(pick("1"), pick("1", "1")), "the same option twice", id="twice"),
         pytest.param(
-            answers(pick("1"), QuestionAnswer(write_in="  ")), "has no answer", id="blank"
+            answers(pick("1"), QuestionAnswer(write_in="  ")), "empty written answer", id="blank"
         ),
         pytest.param(answers(pick("1")), "expected answers to 2 question(s), got 1", id="too-few"),
     ],
