@@ -25,6 +25,7 @@ import os
 import re
 import shlex
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -115,6 +116,7 @@ class TerminalHost:
         launch = _write_launch_file(argv, cwd=cwd, env=env or {}, private_dir=private_dir)
         try:
             terminal = self._spawn(name, launch, cwd=cwd)
+            self._make_socket_private()
             _wait_consumed(terminal, launch.path, start_timeout)
         except BaseException:
             launch.path.unlink(missing_ok=True)
@@ -127,6 +129,15 @@ class TerminalHost:
             raise
         logger.info("started %s in tmux session %s (pid %s)", argv[0], name, terminal.pid)
         return terminal
+
+    def _make_socket_private(self) -> None:
+        """The server's socket without group or other bits: tmux creates it 0660 (its folder
+        is 0700, but the socket itself should not rely on that). tmux later only adds the
+        execute bits matching the read bits present, so 0600 stays private."""
+        with contextlib.suppress(FileNotFoundError):
+            mode = stat.S_IMODE(self.socket_path.stat().st_mode)
+            if mode & 0o077:
+                self.socket_path.chmod(mode & 0o700)
 
     def _spawn(self, name: str, launch: _LaunchFile, *, cwd: Path) -> AgyTerminal:
         try:

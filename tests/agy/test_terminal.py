@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import sys
 import textwrap
 import time
@@ -112,6 +113,12 @@ def test_typed_text_cannot_press_keys_or_send_escapes(
     # One line, every word kept, no control character left; Ctrl-C did not stop the program.
     assert line == "GOT 'one two [2Jthree four five six seven end\\n'"
     assert terminal.is_alive()
+
+
+def test_the_tmux_socket_is_private(tmux_host: TerminalHost, tmp_path: Path) -> None:
+    _start_echo(tmux_host, tmp_path)
+    assert stat.S_IMODE(tmux_host.socket_path.stat().st_mode) & 0o077 == 0
+    assert stat.S_IMODE(tmux_host.socket_path.parent.stat().st_mode) & 0o077 == 0
 
 
 def test_find_re_attaches_by_name(tmux_host: TerminalHost, tmp_path: Path) -> None:
