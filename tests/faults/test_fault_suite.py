@@ -44,7 +44,9 @@ from faultmix import (
 
 from omnigent_agy.agy.terminal import TerminalHost
 
-pytestmark = pytest.mark.tmux
+# Out of the default run until agy-sim's own restart stops hanging about once in 200 trials
+# (docs/reliability.md): a random seed then fails the suite for the simulator's sake.
+pytestmark = [pytest.mark.tmux, pytest.mark.fault_suite]
 
 CHUNKS = 4
 TRIALS = int(os.environ.get("OMNIGENT_AGY_FAULT_TRIALS", "200"))
