@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from omnigent.community.harness.agy.prompts import WRITE_IN
 from omnigent.community.harness.agy.stack import LocalStack
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
@@ -206,3 +207,26 @@ def test_a_long_answer_arrives_part_by_part_and_stop_stops_it(screen: Screen) ->
     screen.shows(re.compile(r"Interrupted"))
     screen.shot("stopped")
     expect(last_part).to_have_count(0)
+
+
+def test_a_written_answer_is_typed_into_the_card_and_reaches_agy(screen: Screen) -> None:
+    screen.new_session("Ask me a write-in question")
+    card = screen.card()
+    expect(card).to_contain_text("What should the new module be called?")
+    for option in ("utils", "helpers"):
+        expect(card.get_by_role("button", name=option, exact=True)).to_be_visible()
+    screen.shot("question")
+    card.get_by_role("button", name=WRITE_IN).click()
+    # The question again with only a text field: whatever is typed is the answer.
+    form = screen.card()
+    expect(form).to_contain_text("What should the new module be called?")
+    expect(form.get_by_role("button", name="utils", exact=True)).to_have_count(0)
+    screen.shot("form")
+    form.get_by_role("textbox").first.fill("toolbox")
+    screen.shot("typed-answer")
+    form.get_by_test_id("ask-user-question-submit").click()
+    screen.shows("What should the new module be called? → “toolbox”")
+    screen.shot("answered")
+    # Nothing is left waiting: the sidebar's "Needs response" goes once the page catches up.
+    expect(screen.page.get_by_text("Needs response")).to_have_count(0, timeout=30_000)
+    screen.shot("settled")
