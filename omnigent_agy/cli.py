@@ -267,10 +267,18 @@ def _stop(args: argparse.Namespace) -> int:
         print(f"omnigent-agy: no agy record for {key!r} (see `omnigent-agy ps`)", file=sys.stderr)
     for key in sorted(set(args.conversation) & known - {agy.key for agy in chosen}):
         print(f"{key} is not running")
+    refused = False
     for agy in chosen:
-        running.stop_running(agy, "stopped by `omnigent-agy stop`")
-        print(f"stopped {agy.key}")
-    return EXIT_FAILED if unknown else 0
+        if running.stop_running(agy, "stopped by `omnigent-agy stop`"):
+            print(f"stopped {agy.key}")
+        else:
+            print(
+                f"{agy.key} not stopped: pid {agy.pid} belongs to another user "
+                f"(uid {running.owner_uid(agy.pid)}); only they can stop it",
+                file=sys.stderr,
+            )
+            refused = True
+    return EXIT_FAILED if unknown or refused else 0
 
 
 def _add_stop(subparsers: argparse._SubParsersAction[Any]) -> None:

@@ -419,11 +419,14 @@ def _kill_tmux(socket_name: str, env: Mapping[str, str]) -> None:
 def _sweep(markers: list[str]) -> None:
     """Kill every process whose command line contains one of `markers` (the stack's folder,
     its tmux sockets): agy, tmux servers and anything else a crashed host left behind."""
-    me = os.getpid()
+    me, uid = os.getpid(), os.getuid()
     found: list[psutil.Process] = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
+    for proc in psutil.process_iter(["pid", "cmdline", "uids"]):
         cmdline = " ".join(proc.info.get("cmdline") or [])
-        if proc.pid != me and any(marker in cmdline for marker in markers):
+        uids = proc.info.get("uids")
+        # Only this user's: anyone may put the folder's name on a command line.
+        ours = uids is not None and uids.real == uid
+        if proc.pid != me and ours and any(marker in cmdline for marker in markers):
             found.append(proc)
     for proc in found:
         with contextlib.suppress(psutil.Error):

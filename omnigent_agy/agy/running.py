@@ -10,6 +10,8 @@ What to stop and when is ``sweep``'s business.
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +22,9 @@ import psutil
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, StateDirError, default_state_base
 from omnigent_agy.agy.terminal import TerminalHost
 
-__all__ = ["RunningAgy", "list_running", "now", "stop_running"]
+__all__ = ["RunningAgy", "list_running", "now", "owner_uid", "stop_running"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +105,17 @@ def _records(root: Path) -> Iterator[RunningAgy]:
         )
 
 
-def stop_running(running: RunningAgy, reason: str, *, timeout: float = 5.0) -> None:
-    """Stop that agy (its tmux session and process tree); keep its record, marked stopped."""
+def stop_running(running: RunningAgy, reason: str, *, timeout: float = 5.0) -> bool:
+    """Stop that agy (its tmux session and process tree); keep its record, marked stopped.
+
+    False, with nothing signalled and the record untouched, when its process belongs to
+    another user: a record can name any pid, and root could stop anyone's.
+    """
     if running.alive:
+        owner = owner_uid(running.pid)
+        if owner is not None and owner != os.getuid():
+            logger.warning("not stopping pid %s: it belongs to uid %s", running.pid, owner)
+            return False
         terminal = TerminalHost(socket_name=running.tmux_socket).find(running.tmux_session)
         if terminal is not None and terminal.pid == running.pid:
             terminal.stop(timeout=timeout)
@@ -113,6 +125,15 @@ def stop_running(running: RunningAgy, reason: str, *, timeout: float = 5.0) -> N
     record = state.read_record()
     if record is not None and record.pid == running.pid and record.stopped_at is None:
         state.write_record(record.as_stopped(reason, now()))
+    return True
+
+
+def owner_uid(pid: int) -> int | None:
+    """The real uid of process ``pid`` (None when it is gone)."""
+    try:
+        return int(psutil.Process(pid).uids().real)
+    except psutil.Error:
+        return None
 
 
 def _terminate(pid: int, create_time: float, timeout: float) -> None:
@@ -120,6 +141,8 @@ def _terminate(pid: int, create_time: float, timeout: float) -> None:
         process = psutil.Process(pid)
         if abs(process.create_time() - create_time) >= 1.0:
             return  # the pid now belongs to another process
+        if process.uids().real != os.getuid():
+            return  # ...or to another user
         process.terminate()
         process.wait(timeout)
     except psutil.TimeoutExpired:

@@ -41,6 +41,7 @@ from omnigent_agy.agy.statedir import default_state_base
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.errors import AgyError, RpcError
+from omnigent_agy.rpc.listeners import is_port_owned_by
 
 __all__ = ["AgyStatus", "Sweeper", "acquire_sweeper", "survey", "sweep"]
 
@@ -177,6 +178,10 @@ async def _views(agys: Sequence[RunningAgy]) -> list[_AgyView]:
 async def _view(agy: RunningAgy) -> _AgyView:
     record = agy.record
     if record.port is None:
+        return _AgyView()
+    if not await asyncio.to_thread(is_port_owned_by, record.port, agy.pid):
+        # Another user's agy, or its port taken over since: our token goes to no one else.
+        logger.debug("not asking port %s: not held by the agy of %s alone", record.port, agy.key)
         return _AgyView()
     retry = RetryPolicy(attempts=1, deadline=_PROBE_TIMEOUT)
     try:

@@ -260,9 +260,11 @@ class FaultInjector:
             return
         method = method_of(scope)
         rules = [rule for rule in self.source.current().rules if self._arm(rule, method)]
-        delay = sum(rule.seconds for rule in rules if rule.kind is FaultKind.DELAY)
-        if delay:
-            await asyncio.sleep(delay)
+        delays = [rule.seconds for rule in rules if rule.kind is FaultKind.DELAY]
+        if delays:
+            # Logged even at 0 s: a zero delay on "*" is a log of every request that came in.
+            _log.info("fault delay %.3g s on %s", sum(delays), method)
+            await asyncio.sleep(sum(delays))
         for rule in rules:
             if rule.kind in (FaultKind.HTTP_ERROR, FaultKind.GARBAGE):
                 _log.info("fault %s on %s", rule.kind, method)

@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
+from foreign import foreign_agy
 
 from omnigent_agy.rpc import listeners
 from omnigent_agy.rpc.client import RpcClient
@@ -411,3 +413,35 @@ def test_only_a_foreign_listener_is_a_distinct_failure(
     with pytest.raises(ForeignListenerError, match=str(foreign_port)) as info:
         _discover(pid=ours.pid, log_file=log, deadline=0.5)
     assert "never talks to a port" in info.value.remediation
+
+
+# -- another user's agy (a real agy-sim of uid `nobody`, serving OUR token) ------------------
+
+
+def test_another_users_agy_named_in_our_log_is_never_asked(
+    spawn: Callable[..., Spawned], tmp_path: Path
+) -> None:
+    with foreign_agy(TOKEN) as foreign:
+        foreign_port = foreign.port
+        assert "bin/agy" in " ".join(psutil.Process(foreign.pid).cmdline())
+        # Our agy's log names the stranger's pid and port (a reused log, a port taken over).
+        log = tmp_path / "agy.log"
+        log.write_text(f"{STARTING.format(foreign.pid)}\n{LISTENING.format(foreign_port)}\n")
+        ours = _fake_agy(spawn, log, "--fake-no-log")
+        port = _discover(pid=ours.pid, log_file=log)
+        assert port != foreign_port
+        assert is_port_owned_by(port, ours.pid)
+        foreign.untouched(foreign_port)
+
+
+def test_only_another_users_agy_in_sight_is_a_foreign_listener(
+    spawn: Callable[..., Spawned], tmp_path: Path
+) -> None:
+    with foreign_agy(TOKEN) as foreign:
+        log = tmp_path / "agy.log"
+        ours = spawn(
+            LISTENER, "--listen", "0", "--log", str(log), "--announce-port", str(foreign.port)
+        )
+        with pytest.raises(ForeignListenerError, match=str(foreign.port)):
+            _discover(pid=ours.pid, log_file=log, deadline=1.0)
+        foreign.untouched(foreign.port)

@@ -1,0 +1,67 @@
+"""Run agy-sim (or the discovery tests' fake agy) as another user, posing as agy.
+
+    <venv>/bin/agy tests/_as_user.py UID GID HOME {sim|fake} ARGS...
+
+Started by root (``foreign.py``) with ``argv[0]`` = the venv's ``bin/agy`` (as agy-sim's own
+re-exec does), so the process table shows what agy's does. The interpreter, its standard
+library and the venv may sit where the other user cannot read them (``/root``), so this
+imports everything the program needs first, then drops to ``UID``/``GID`` for good (real,
+effective and saved ids, no supplementary groups) and only then runs it: every socket it
+binds, every file it writes and the process itself belong to the other user.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+# Modules the programs import lazily, loaded while the files are still readable.
+_PRELOAD = (
+    "omnigent_agy.simulator.__main__",
+    "omnigent_agy.simulator.process",
+    "encodings.idna",
+    "encodings.ascii",
+    "encodings.latin_1",
+    "asyncio.unix_events",
+    "concurrent.futures.thread",
+    "email.parser",
+    "email.feedparser",
+    "http.cookies",
+    "json.decoder",
+    "logging.handlers",
+    "secrets",
+    "shlex",
+    "ssl",
+    "tempfile",
+    "uuid",
+)
+
+
+def _drop(uid: int, gid: int, home: Path) -> None:
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    os.environ["HOME"] = str(home)
+    os.environ["USER"] = os.environ["LOGNAME"] = str(uid)
+    os.chdir(home)
+
+
+def main() -> int:
+    uid, gid, home, program, *args = sys.argv[1:]
+    tests = Path(__file__).resolve().parent
+    sys.path.insert(0, str(tests))
+    for name in (*_PRELOAD, "_fake_agy") if program == "fake" else _PRELOAD:
+        importlib.import_module(name)
+    _drop(int(uid), int(gid), Path(home))
+    if program == "fake":
+        fake = sys.modules["_fake_agy"]
+        sys.argv = [sys.argv[0], *args]
+        return int(fake.main())
+    simulator = sys.modules["omnigent_agy.simulator.__main__"]
+    return int(simulator.main(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
