@@ -37,7 +37,20 @@ ensure_venv() {
     echo "creating $dir with $("$py" --version 2>&1)" >&2
     rm -rf "$dir"
     "$py" -m venv "$dir"
-    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+    quiet_pip "$dir" --upgrade pip
+}
+
+# quiet_pip DIR ARGS...: `pip install ARGS` into the venv DIR with its output in DIR/pip.log,
+# shown only if it fails: a machine's own pip settings (extra indexes, find-links that are not
+# there) can fill the screen with warnings a newcomer need not read.
+quiet_pip() {
+    local dir=$1
+    shift
+    if ! "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$@" >"$dir/pip.log" 2>&1; then
+        tail -n 40 "$dir/pip.log" >&2
+        echo "pip install $* failed; its whole output is in $dir/pip.log" >&2
+        return 1
+    fi
 }
 
 # ensure_command NAME WHY: the Debian package NAME (which installs the command NAME) where it is
