@@ -61,6 +61,11 @@ from omnigent_agy.rpc.wire import (
 __all__ = ["CSRF_HEADER", "SERVICE", "RpcConnection", "ensure_loopback"]
 
 logger = logging.getLogger(__name__)
+# hpack logs every header it encodes or decodes at DEBUG, values included: ours carry the
+# CSRF token (WIRE.md §1), which no log may show (DESIGN-NOTES §9), so a host's DEBUG
+# level stops short of it unless someone asked for hpack's debug output by name.
+if logging.getLogger("hpack").level == logging.NOTSET:
+    logging.getLogger("hpack").setLevel(logging.INFO)
 
 SERVICE: Final = "exa.language_server_pb.LanguageServerService"
 CSRF_HEADER: Final = "x-codeium-csrf-token"
@@ -111,14 +116,24 @@ def _resolve(name: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
 
 
 @contextlib.contextmanager
-def _translate_errors(method: str) -> Iterator[None]:
-    """The one boundary where foreign errors become RpcErrors (most specific first)."""
+def _translate_errors(method: str, secret: str = "") -> Iterator[None]:
+    """The one boundary where foreign errors become RpcErrors; none leaves with ``secret``
+    (the CSRF token) in its text, whatever the server's answer echoed (DESIGN-NOTES §9)."""
     try:
-        yield
+        with _translate_foreign(method):
+            yield
     except RpcError as exc:
         if exc.method is None:
             exc.method = method
+        exc.redact(secret)
         raise
+
+
+@contextlib.contextmanager
+def _translate_foreign(method: str) -> Iterator[None]:
+    """Foreign errors as RpcErrors (most specific first)."""
+    try:
+        yield
     except httpx.TimeoutException as exc:
         raise RpcError(Code.DEADLINE_EXCEEDED, _describe(exc), method=method) from exc
     except httpx.DecodingError as exc:
@@ -198,6 +213,7 @@ class RpcConnection:
         self._retry = retry
         self._max_frame_bytes = max_frame_bytes
         self._headers = {"Connect-Protocol-Version": "1"}
+        self._secret = csrf_token
         if csrf_token:  # an empty token sends none (agy before 1.2.2 checks none, WIRE.md §1)
             self._headers[CSRF_HEADER] = csrf_token
         self._shared_transport = transport is not None
@@ -270,7 +286,7 @@ class RpcConnection:
         raise AssertionError("unreachable: tenacity reraises the last error")  # pragma: no cover
 
     async def _call_once(self, method: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        with _translate_errors(method):
+        with _translate_errors(method, self._secret):
             response = await self._http.post(
                 f"/{SERVICE}/{method}", json=dict(body), headers={"Content-Type": _JSON}
             )
@@ -323,7 +339,7 @@ class RpcConnection:
         if http is not self._http:
             self._stream_clients.add(http)
         try:
-            with _translate_errors(method):
+            with _translate_errors(method, self._secret):
                 async with contextlib.AsyncExitStack() as stack:
                     request = http.stream(
                         "POST",

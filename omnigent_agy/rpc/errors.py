@@ -32,7 +32,13 @@ __all__ = [
     "RpcError",
     "StreamStalled",
     "code_from_http_status",
+    "redact_secret",
 ]
+
+REDACTED = "[redacted]"
+# A secret's head this long at the end of a text is taken for the secret cut short (an
+# error text clipped to 200 characters may end inside it).
+_MIN_CUT_SECRET = 4
 
 
 class AgyError(Exception):
@@ -120,6 +126,30 @@ def code_from_http_status(status: int) -> Code:
     return _HTTP_TO_CODE.get(status, Code.UNKNOWN)
 
 
+def redact_secret(text: str, secret: str) -> str:
+    """``text`` without ``secret``, also where a clipped text ends inside it."""
+    if not secret:
+        return text
+    text = text.replace(secret, REDACTED)
+    for length in range(min(len(secret) - 1, len(text)), _MIN_CUT_SECRET - 1, -1):
+        if text.endswith(secret[:length]):
+            return text[:-length] + REDACTED
+    return text
+
+
+def _redact_value(value: Any, secret: str) -> Any:
+    if isinstance(value, str):
+        return redact_secret(value, secret)
+    if isinstance(value, list | tuple):
+        return [_redact_value(item, secret) for item in value]
+    if isinstance(value, dict):
+        return {
+            redact_secret(str(key), secret): _redact_value(item, secret)
+            for key, item in value.items()
+        }
+    return value
+
+
 class RpcError(AgyError):
     """A connect call that failed.
 
@@ -148,6 +178,12 @@ class RpcError(AgyError):
     def remediation(self) -> str | None:
         """What a person can do about it, when there is something to do."""
         return None
+
+    def redact(self, secret: str) -> None:
+        """Take ``secret`` out of everything the server's answer put in this error."""
+        self.message = redact_secret(self.message, secret)
+        self.details = tuple(_redact_value(list(self.details), secret))
+        self.args = tuple(_redact_value(list(self.args), secret))
 
     def __str__(self) -> str:
         where = f"{self.method}: " if self.method else ""

@@ -69,6 +69,9 @@ class FaultKind(StrEnum):
     HTTP_ERROR = "http_error"  # answer an HTTP error status instead of the method
     GARBAGE = "garbage"  # answer 200 with bytes no decoder accepts
     DELAY = "delay"  # wait before handing the request on
+    # Not agy's behaviour: a hostile or broken server whose error text repeats the request's
+    # headers (the CSRF token among them), so tests can prove no error text carries it.
+    ECHO_HEADERS = "echo_headers"
 
 
 class DropMode(StrEnum):
@@ -99,6 +102,8 @@ class FaultRule:
     status: int = 503
     times: int | None = None
     seconds: float = 0.0
+    pad: int = 0
+    text: bool = False
     id: str = ""
 
     def matches(self, method: str) -> bool:
@@ -115,8 +120,8 @@ class FaultPlan:
 
 NO_FAULTS: Final = FaultPlan()
 
-_INT_KEYS: Final = frozenset({"after_frames", "status", "times"})
-_KNOWN_KEYS: Final = frozenset({"kind", "method", "mode", "seconds", "id"} | _INT_KEYS)
+_INT_KEYS: Final = frozenset({"after_frames", "status", "times", "pad"})
+_KNOWN_KEYS: Final = frozenset({"kind", "method", "mode", "seconds", "id", "text"} | _INT_KEYS)
 
 
 def parse_rule(raw: Mapping[str, object]) -> FaultRule:
@@ -146,6 +151,8 @@ def parse_rule(raw: Mapping[str, object]) -> FaultRule:
         status=status,
         times=ints.get("times"),
         seconds=seconds,
+        pad=ints.get("pad", 0),
+        text=str(raw.get("text", "")).lower() in ("1", "true", "yes"),
         id=str(raw.get("id", "")),
     )
 
@@ -266,7 +273,7 @@ class FaultInjector:
             _log.info("fault delay %.3g s on %s", sum(delays), method)
             await asyncio.sleep(sum(delays))
         for rule in rules:
-            if rule.kind in (FaultKind.HTTP_ERROR, FaultKind.GARBAGE):
+            if rule.kind in (FaultKind.HTTP_ERROR, FaultKind.GARBAGE, FaultKind.ECHO_HEADERS):
                 _log.info("fault %s on %s", rule.kind, method)
                 await _answer_instead(rule, scope, receive, send)
                 return
@@ -307,9 +314,37 @@ async def _drain(receive: Receive) -> None:
             return
 
 
+def _echo(rule: FaultRule, scope: Scope) -> str:
+    """The request's headers as one line, the CSRF token's first, after ``pad`` dots."""
+    headers = [
+        (bytes(name).decode("latin-1"), bytes(value).decode("latin-1"))
+        for name, value in scope.get("headers", [])
+    ]
+    headers.sort(key=lambda header: "csrf" not in header[0])
+    echoed = "; ".join(f"{name}: {value}" for name, value in headers)
+    return "." * rule.pad + f"request headers: {echoed}"
+
+
+def _echo_answer(rule: FaultRule, scope: Scope) -> tuple[int, bytes, bytes]:
+    """(status, content type, body) of an ``echo_headers`` answer."""
+    echo = _echo(rule, scope)
+    if rule.text:
+        return rule.status, b"text/plain", echo.encode()
+    code = code_from_http_status(rule.status).value
+    error = {"code": code, "message": echo, "details": [{"type": "echo", "debug": echo}]}
+    if _is_stream(scope):
+        # A stream's error travels in its end-of-stream envelope (WIRE.md §2), after a 200.
+        payload = json.dumps({"error": error}).encode()
+        envelope = bytes([0x02]) + len(payload).to_bytes(4, "big") + payload
+        return 200, b"application/connect+json", envelope
+    return rule.status, b"application/json", json.dumps(error).encode()
+
+
 async def _answer_instead(rule: FaultRule, scope: Scope, receive: Receive, send: Send) -> None:
     await _drain(receive)
-    if rule.kind is FaultKind.GARBAGE:
+    if rule.kind is FaultKind.ECHO_HEADERS:
+        status, content_type, body = _echo_answer(rule, scope)
+    elif rule.kind is FaultKind.GARBAGE:
         content_type = b"application/connect+json" if _is_stream(scope) else b"application/json"
         status, body = 200, GARBAGE_BODY
     else:
