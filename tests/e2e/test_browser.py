@@ -230,3 +230,30 @@ def test_a_written_answer_is_typed_into_the_card_and_reaches_agy(screen: Screen)
     # Nothing is left waiting: the sidebar's "Needs response" goes once the page catches up.
     expect(screen.page.get_by_text("Needs response")).to_have_count(0, timeout=30_000)
     screen.shot("settled")
+
+
+def test_the_model_and_effort_picked_in_the_composer_reach_agy_on_the_next_turn(
+    screen: Screen,
+) -> None:
+    page = screen.page
+    screen.new_session("Say hello in one short sentence.")
+    screen.shows("Hello from the agy simulator (Gemini 3 Pro (High))")
+    # The composer's menu: the agent's entry opens the effort choices (omnigent 0.19 lists
+    # models there only for its own harnesses; `/model <slug>` picks agy's model, README).
+    page.get_by_test_id("composer-config-gear").click()
+    page.get_by_test_id("composer-agent-edit").hover()
+    efforts = page.get_by_test_id("composer-agent-efforts")
+    for level in ("Low", "Medium", "High"):
+        expect(efforts.get_by_text(level, exact=True)).to_be_visible()
+    screen.shot("efforts")
+    page.get_by_test_id("composer-agent-effort-low").click()
+    box = page.get_by_placeholder(re.compile("Send a message"))
+    box.fill("/model gemini-3-1-pro-high")
+    box.press("Enter")
+    screen.shows("model changed to gemini-3-1-pro-high")
+    box.fill("Say hello again.")
+    box.press("Enter")
+    # The slug's base model at the effort picked: agy's own display name in its answer.
+    screen.shows("Hello from the agy simulator (Gemini 3.1 Pro (Low)). You said: Say hello again.")
+    expect(page.get_by_test_id("composer-config-gear")).to_contain_text("Low")
+    screen.shot("next-turn")
