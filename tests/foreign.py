@@ -91,7 +91,10 @@ def foreign_uid() -> tuple[int, int]:
 def foreign_agy(token: str, *args: str) -> Iterator[ForeignAgy]:
     """agy-sim as another user, serving agy's RPC with ``token`` (see the module doc)."""
     uid, gid = foreign_uid()
-    home = Path(tempfile.mkdtemp(prefix="omnigent-agy-foreign-"))
+    # Under /tmp, not $TMPDIR: the other user must be able to reach its folder (a TMPDIR
+    # under root's home is closed to them).
+    shared = "/tmp" if Path("/tmp").is_dir() else None
+    home = Path(tempfile.mkdtemp(prefix="omnigent-agy-foreign-", dir=shared))
     os.chown(home, uid, gid)
     argv = [
         str(AGY_ALIAS),  # argv[0]: the process table shows .../bin/agy, as agy-sim's own re-exec

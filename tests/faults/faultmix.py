@@ -99,6 +99,15 @@ def conversation_on_sim(tmp: Path, **extra: str) -> Iterator[Conversation]:
                 talk.kill_agy()
 
 
+@contextlib.contextmanager
+def conversation_after_a_turn(tmp: Path, **extra: str) -> Iterator[Conversation]:
+    """`conversation_on_sim` once a first turn has run (agy started, its cascade bound)."""
+    with conversation_on_sim(tmp, **extra) as conversation:
+        assert conversation.harness is not None
+        conversation.harness.turn("hello").finish()
+        yield conversation
+
+
 class SimulatorStuckError(Exception):
     """agy-sim did not listen again after a restart (its own server's shutdown hung): the
     trial tested the simulator, not the plugin; counted apart (docs/reliability.md)."""

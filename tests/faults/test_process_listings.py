@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from faultmix import Conversation, conversation_on_sim
+from faultmix import Conversation, conversation_after_a_turn
 from foreign import foreign_uid
 from simproc import wait_for
 
@@ -32,9 +32,7 @@ pytestmark = pytest.mark.tmux
 
 @pytest.fixture
 def talk(tmp_path: Path) -> Iterator[Conversation]:
-    with conversation_on_sim(tmp_path) as conversation:
-        assert conversation.harness is not None
-        conversation.harness.turn("hello").finish()
+    with conversation_after_a_turn(tmp_path) as conversation:
         yield conversation
 
 

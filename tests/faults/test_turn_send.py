@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faultmix import USER_INPUT, Conversation, conversation_on_sim
+from faultmix import USER_INPUT, Conversation, conversation_after_a_turn
 
 pytestmark = pytest.mark.tmux
 
@@ -20,9 +20,7 @@ SEND = "SendUserCascadeMessage"
 
 @pytest.fixture
 def talk(tmp_path: Path) -> Iterator[Conversation]:
-    with conversation_on_sim(tmp_path) as conversation:
-        assert conversation.harness is not None
-        conversation.harness.turn("hello").finish()
+    with conversation_after_a_turn(tmp_path) as conversation:
         yield conversation
 
 
