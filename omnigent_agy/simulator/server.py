@@ -27,10 +27,11 @@ import contextlib
 import logging
 import socket
 import threading
+import weakref
 from typing import Any, Self, cast
 
 from hypercorn.asyncio import serve as hypercorn_serve
-from hypercorn.config import Config
+from hypercorn.config import Config, Sockets
 
 from omnigent_agy.rpc.errors import AgyError
 from omnigent_agy.simulator.certs import CertPaths, make_self_signed_cert
@@ -77,41 +78,53 @@ class _Served:
             task.cancel()
 
 
-def _shorten_tls_shutdown(loop: asyncio.AbstractEventLoop, timeout: float) -> None:
-    """Make TLS servers created on ``loop`` give up on a peer's close_notify after ``timeout``.
+class _Listener(socket.socket):
+    """A listening socket that remembers the connections it accepted, so that a stop can end
+    the ones their clients never finish.
 
     hypercorn stops only once every connection is gone (asyncio's ``Server.wait_closed``
-    waits for them), and closing a TLS connection waits for the peer's close_notify, 30 s
-    by default. An httpx client answers it only while reading, and a pooled idle
-    connection is not read, so without this every stop would take 30 s. hypercorn does not
-    pass ``ssl_shutdown_timeout`` on, hence this default added to the loop (idempotent;
-    it only fills in a value nobody gave).
+    waits for them), and a client can leave one half-made: httpx abandons a connection
+    whose TLS handshake is cancelled without closing it (its task was cancelled by a
+    deadline), and the server's handshake then waits for hypercorn's
+    ``ssl_handshake_timeout``, 60 s. Idle keep-alive connections are no better: closing a
+    TLS connection waits for the peer's close_notify, which an httpx client answers only
+    while reading. Ending the socket (``shutdown``) makes asyncio see the end of the
+    connection whatever state its TLS is in.
     """
-    if getattr(loop.create_server, "_short_tls_shutdown", False):
-        return
-    create_server = loop.create_server
 
-    async def create_server_with_short_tls_shutdown(*args: Any, **kwargs: Any) -> asyncio.Server:
-        if kwargs.get("ssl") is not None:
-            kwargs.setdefault("ssl_shutdown_timeout", timeout)
-        return await create_server(*args, **kwargs)
+    def __init__(self, family: int, kind: int) -> None:
+        super().__init__(family, kind)
+        self.accepted: weakref.WeakSet[socket.socket] = weakref.WeakSet()
 
-    create_server_with_short_tls_shutdown._short_tls_shutdown = True  # type: ignore[attr-defined]
-    loop.create_server = create_server_with_short_tls_shutdown  # type: ignore[method-assign]
+    def accept(self) -> tuple[socket.socket, Any]:
+        conn, address = super().accept()
+        self.accepted.add(conn)
+        return conn, address
+
+    def end_connections(self) -> int:
+        """Shut down every accepted connection still open; how many there were."""
+        ended = 0
+        for conn in list(self.accepted):
+            if conn.fileno() < 0:
+                continue  # closed already
+            with contextlib.suppress(OSError):  # the peer went meanwhile
+                conn.shutdown(socket.SHUT_RDWR)
+                ended += 1
+        return ended
 
 
-def _quiet_tls_shutdown_timeouts(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    """Expected at stop (see _shorten_tls_shutdown): logged at debug, the rest as usual."""
-    exception = context.get("exception")
-    if isinstance(exception, TimeoutError) and "SSL shutdown" in str(exception):
-        logger.debug("a client did not answer TLS close_notify; connection aborted")
-        return
-    loop.default_exception_handler(context)
+class _OwnSockets(Config):
+    """hypercorn's configuration, serving on sockets bound beforehand (the pair above)."""
+
+    def __init__(self, tls: socket.socket, plain: socket.socket) -> None:
+        super().__init__()
+        self._own = Sockets(secure_sockets=[tls], insecure_sockets=[plain], quic_sockets=[])
+
+    def create_sockets(self) -> Sockets:
+        return self._own
 
 
-def _bind_pair(
-    host: str, port: int | None, plain_port: int | None
-) -> tuple[socket.socket, socket.socket]:
+def _bind_pair(host: str, port: int | None, plain_port: int | None) -> tuple[_Listener, _Listener]:
     """Listening sockets for the TLS port and the plain port (N+1 unless given)."""
     for _ in range(64):
         tls = _listen(host, port or 0)
@@ -127,9 +140,9 @@ def _bind_pair(
     raise AgyError(f"found no free port pair N, N+1 on {host}")
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int) -> _Listener:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = _Listener(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
@@ -161,7 +174,7 @@ class TlsConnectServer:
         self._certs = certs
         self._own_certs = certs is None
         self._graceful_timeout = graceful_timeout
-        self._sockets: tuple[socket.socket, socket.socket] | None = None
+        self._sockets: tuple[_Listener, _Listener] | None = None
         self._ports: tuple[int, int] | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -200,25 +213,29 @@ class TlsConnectServer:
             self._certs = make_self_signed_cert()
         tls, plain = self._sockets
         self._sockets = None
-        config = Config()
+        # hypercorn closes these when it stops.
+        config = _OwnSockets(tls, plain)
         config.certfile = str(self._certs.certfile)
         config.keyfile = str(self._certs.keyfile)
         config.alpn_protocols = ["h2", "http/1.1"]
-        # hypercorn adopts these file descriptors and closes them when it stops.
-        config.bind = [f"fd://{tls.detach()}"]
-        config.insecure_bind = [f"fd://{plain.detach()}"]
         config.graceful_timeout = self._graceful_timeout
         config.errorlog = logger
         served = _Served(self.app)
 
+        def end_stragglers() -> None:
+            served.cancel_inflight()
+            ended = tls.end_connections() + plain.end_connections()
+            if ended:
+                logger.debug("ended %d connection(s) still open after the grace period", ended)
+
         async def shutdown_trigger() -> None:
             await shutdown_event.wait()
-            # hypercorn waits for every connection to close (asyncio's Server.wait_closed
-            # does) before its own grace period starts, and a stream that never ends would
-            # hold its connection forever: end the calls still running after our grace.
-            asyncio.get_running_loop().call_later(self._graceful_timeout, served.cancel_inflight)
+            # hypercorn waits for every connection to close before its own grace period
+            # starts (asyncio's Server.wait_closed does), and neither a stream that never
+            # ends nor a client that never finishes its TLS handshake or close would ever
+            # let it: after our grace, end the calls still running and their connections.
+            asyncio.get_running_loop().call_later(self._graceful_timeout, end_stragglers)
 
-        _shorten_tls_shutdown(asyncio.get_running_loop(), self._graceful_timeout)
         try:
             await hypercorn_serve(
                 cast(Any, served), config, shutdown_trigger=shutdown_trigger, mode="asgi"
@@ -245,7 +262,6 @@ class TlsConnectServer:
     def _run(self, running: threading.Event) -> None:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
-            self._loop.set_exception_handler(_quiet_tls_shutdown_timeouts)
             self._shutdown = asyncio.Event()
             running.set()
             await self.serve(self._shutdown)
