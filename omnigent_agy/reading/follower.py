@@ -69,15 +69,15 @@ class Follower:
         conversation = update.get("conversationId")
         if isinstance(conversation, str) and conversation and conversation != follow.cascade_id:
             return True
-        main = obj(update.get("mainTrajectoryUpdate"))
-        steps_update = obj(main.get("stepsUpdate"))
+        steps_update = obj(obj(update.get("mainTrajectoryUpdate")).get("stepsUpdate"))
         indices = seq(steps_update.get("indices"))
         steps = seq(steps_update.get("steps"))
-        positioned = [
-            (index if isinstance(index, int) else None, step)
-            for index, step in zip(indices, steps, strict=False)
-        ]
-        if len(indices) != len(steps):
+        if len(indices) == len(steps):
+            positioned = [
+                (index if isinstance(index, int) else None, step)
+                for index, step in zip(indices, steps, strict=True)
+            ]
+        else:
             _logger.warning("a frame with %d indices for %d steps", len(indices), len(steps))
             positioned = [(None, step) for step in steps]
         total = steps_update.get("totalLength")
@@ -135,9 +135,10 @@ class Follower:
             if follow.trajectory_id is None and isinstance(step, Mapping):
                 follow.trajectory_id = step_key(step).trajectory_id or None
             for event in map_step(state, step, absolute_index=index):
-                self._track_turn(event)
+                if not _is_growth(event):  # a delta is not durable and never ends a turn
+                    durable = True
+                    self._track_turn(event)
                 self._sink.publish(event)
-                durable = durable or not _is_growth(event)
         # A step that commits without an event (a quiet step without usage) is not worth a
         # write: a restart maps it again to nothing.
         if self._maybe_end_turn() or durable:

@@ -46,8 +46,13 @@ class IndexSet:
             self._above.discard(self.watermark)
             self.watermark += 1
 
+    def has(self, index: int) -> bool:
+        """`index in self`, as a plain method: the mapper asks once per frame, and `in` on a
+        Python class goes through a slower slot call."""
+        return 0 <= index < self.watermark or index in self._above
+
     def __contains__(self, index: object) -> bool:
-        return isinstance(index, int) and (0 <= index < self.watermark or index in self._above)
+        return isinstance(index, int) and self.has(index)
 
     def __len__(self) -> int:
         return self.watermark + len(self._above)

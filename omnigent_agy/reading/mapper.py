@@ -89,6 +89,9 @@ _QUIET_TYPES = frozenset(
     }
 )
 
+# A user input or an error ends every gate retry agy did not ask again for (WIRE.md §6).
+_ENDS_RETRIES = frozenset({StepType.USER_INPUT, StepType.ERROR_MESSAGE})
+
 
 @dataclass(slots=True)
 class _Stream:
@@ -118,10 +121,11 @@ class MapperState:
     _children: set[str] = field(default_factory=set, init=False, repr=False)
     _unknown_types: set[str] = field(default_factory=set, init=False, repr=False)
     _retries: GateRetries = field(default_factory=GateRetries, init=False, repr=False)
+    _last_key: StepKey | None = field(default=None, init=False, repr=False)
 
     def is_committed(self, key: StepKey) -> bool:
         indices = self._committed.get(key.trajectory_id)
-        return indices is not None and key.step_index in indices
+        return indices is not None and indices.has(key.step_index)
 
     def mark_committed(self, key: StepKey) -> None:
         """Record `key` as published (also how a reader seeds the state from its durable cursor)."""
@@ -218,15 +222,17 @@ def map_step(state: MapperState, step: object, *, absolute_index: int | None) ->
     position of a poll): USER_INPUT steps carry no `stepIndex` (WIRE.md §5). Pass it always or
     never for a cascade, so that keys agree.
     """
-    if not isinstance(step, Mapping):
+    if not isinstance(step, (dict, Mapping)):  # dict first: no ABC check for JSON
         return []
-    key = step_key(step, absolute_index=absolute_index, cascade_id=state.cascade_id)
+    key = state._last_key = step_key(
+        step, absolute_index=absolute_index, cascade_id=state.cascade_id, previous=state._last_key
+    )
     if state.is_committed(key):
         return []
     events: list[Event] = []
     kind = step_type(step)
     status = step_status(step)
-    if kind in {StepType.USER_INPUT, StepType.ERROR_MESSAGE}:
+    if kind in _ENDS_RETRIES:
         _give_up_retries(state, key, events)
     if kind == StepType.USER_INPUT:
         _map_user_input(state, step, key, status, events)
@@ -285,20 +291,26 @@ def _map_planner(
     state: MapperState, step: JsonObject, key: StepKey, status: str, events: list[Event]
 ) -> None:
     response = step_payload(step)
-    stream = state._streams.get(key) or _Stream()
+    stream = state._streams.get(key)
+    opened = stream is None
+    if stream is None:
+        stream = _Stream()
+    # Deltas are built with positional arguments: this runs on every growth frame, and a
+    # frozen dataclass built with keywords costs about twice as much.
     thinking = text(response.get("thinking"))
     if thinking is not None and thinking != stream.reasoning:
         offset = _splice_offset(stream.reasoning, thinking)
-        events.append(ReasoningDelta(key=key, offset=offset, text=thinking[offset:]))
+        events.append(ReasoningDelta(key, offset, thinking[offset:]))
         stream.reasoning = thinking
     # modifiedResponse is what the user sees; response appears only at the DONE commit.
     said = text(response.get("modifiedResponse")) or text(response.get("response"))
     if said is not None and said != stream.text:
         offset = _splice_offset(stream.text, said)
-        events.append(TextDelta(key=key, offset=offset, text=said[offset:]))
+        events.append(TextDelta(key, offset, said[offset:]))
         stream.text = said
     if not is_settled(status):
-        state._streams[key] = stream
+        if opened:
+            state._streams[key] = stream
         return
     if stream.text:
         message_id = text(response.get("messageId"))

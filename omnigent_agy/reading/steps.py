@@ -78,7 +78,10 @@ _KNOWN_STATUSES: dict[str, StepStatus] = {member.value: member for member in Ste
 
 def obj(value: object) -> JsonObject:
     """`value` if it is a JSON object, else an empty one."""
-    return value if isinstance(value, Mapping) else _EMPTY
+    # json.loads gives dicts: checking dict first skips the slower ABC check on every call.
+    if isinstance(value, (dict, Mapping)):
+        return value
+    return _EMPTY
 
 
 def seq(value: object) -> list[object]:
@@ -147,6 +150,11 @@ def type_suffix(type_name: str) -> str:
 
 def payload_key(type_name: str) -> str:
     """The payload's key: lowerCamel of the type suffix (`RUN_COMMAND` → `runCommand`, §5)."""
+    known = _PAYLOAD_KEYS.get(type_name)
+    return known if known is not None else _payload_key(type_name)
+
+
+def _payload_key(type_name: str) -> str:
     words = [word for word in type_suffix(type_name).lower().split("_") if word]
     if not words:
         return ""
@@ -156,6 +164,10 @@ def payload_key(type_name: str) -> str:
 def tool_name(type_name: str) -> str:
     """A stable tool name for a step type: `RUN_COMMAND` → `run_command`."""
     return type_suffix(type_name).lower() or "unknown"
+
+
+# Every frame of a step asks for its payload: the known types' keys are worked out once.
+_PAYLOAD_KEYS: dict[str, str] = {member.value: _payload_key(member.value) for member in StepType}
 
 
 def step_payload(step: JsonObject) -> JsonObject:
@@ -192,24 +204,35 @@ class StepKey:
 
 
 def step_key(
-    step: JsonObject, *, absolute_index: int | None = None, cascade_id: str = ""
+    step: JsonObject,
+    *,
+    absolute_index: int | None = None,
+    cascade_id: str = "",
+    previous: StepKey | None = None,
 ) -> StepKey:
     """The step's key from `metadata.sourceTrajectoryStepInfo`.
 
     `stepIndex` is omitted when 0 *and on USER_INPUT* (WIRE.md §5), so a reader that knows the
     absolute index (the stream's `indices[i]`, or `stepOffset` + position in a poll) must always
     pass it: it wins over the field. Without it, a missing `stepIndex` means 0. `cascade_id` is
-    the fallback when the step does not name its cascade.
+    the fallback when the step does not name its cascade. `previous` is returned itself when
+    the step has that key: a step is re-sent in every frame while it grows, and keeping one
+    key object for it saves building (and hashing) a new one per frame.
     """
     info = obj(metadata(step).get("sourceTrajectoryStepInfo"))
     index = absolute_index
     if index is None:
         index = int64(info.get("stepIndex")) or 0
-    return StepKey(
-        cascade_id=text(info.get("cascadeId")) or cascade_id,
-        trajectory_id=text(info.get("trajectoryId")) or "",
-        step_index=index,
-    )
+    cascade = text(info.get("cascadeId")) or cascade_id
+    trajectory = text(info.get("trajectoryId")) or ""
+    if (
+        previous is not None
+        and previous.step_index == index
+        and previous.trajectory_id == trajectory
+        and previous.cascade_id == cascade
+    ):
+        return previous
+    return StepKey(cascade_id=cascade, trajectory_id=trajectory, step_index=index)
 
 
 # --- model usage -----------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pytest
 
 from omnigent_agy.reading.steps import (
@@ -12,6 +14,7 @@ from omnigent_agy.reading.steps import (
     StepType,
     int64,
     is_settled,
+    obj,
     parse_model_usage,
     parse_step_status,
     parse_step_type,
@@ -104,6 +107,23 @@ def test_missing_step_index_means_zero_and_the_absolute_index_wins() -> None:
     assert step_key(user_input).step_index == 0
     assert step_key(user_input, absolute_index=7).step_index == 7
     assert step_key(_info(trajectoryId="t", stepIndex="4")).step_index == 4
+
+
+def test_step_key_reuses_the_previous_key_only_for_the_same_step() -> None:
+    previous = StepKey("c", "t", 12)
+    assert step_key(_info(trajectoryId="t", cascadeId="c", stepIndex=12), previous=previous) is (
+        previous
+    )
+    others = [
+        (_info(trajectoryId="u", cascadeId="c", stepIndex=12), None),
+        (_info(trajectoryId="t", cascadeId="d", stepIndex=12), None),
+        (_info(trajectoryId="t", cascadeId="c", stepIndex=13), None),
+        (_info(trajectoryId="t", cascadeId="c", stepIndex=12), 13),  # the absolute index wins
+    ]
+    for step, index in others:
+        key = step_key(step, absolute_index=index, previous=previous)
+        assert key != previous
+        assert key == step_key(step, absolute_index=index)
 
 
 def test_step_key_falls_back_to_the_given_cascade_and_survives_garbage() -> None:
@@ -225,6 +245,14 @@ def test_error_text_prefers_the_user_message() -> None:
         None,
     )
     assert step_error_text({}) == (None, None)
+
+
+def test_obj_keeps_any_mapping_and_empties_the_rest() -> None:
+    proxy = MappingProxyType({"a": 1})
+    assert obj(proxy) is proxy
+    assert obj({"a": 1}) == {"a": 1}
+    assert obj([("a", 1)]) == {}
+    assert obj("a") == {}
 
 
 def test_step_payload_tolerates_non_objects() -> None:
