@@ -1,7 +1,8 @@
 """RpcConnection: agy's connect-RPC transport over TLS HTTP/2 on loopback (WIRE.md §1-§2).
 
-One persistent ``httpx.AsyncClient(http2=True)`` carries every unary call, so calls reuse
-one connection (DESIGN-NOTES §6). The connection is owned by ONE event loop: an HTTP/2
+One persistent HTTP/2 connection carries every unary call (`channel.UnaryChannel`, h2 on
+asyncio: a quarter of httpx's CPU per call, docs/performance.md), so calls reuse one
+connection (DESIGN-NOTES §6). The connection is owned by ONE event loop: an HTTP/2
 connection driven from several threads resets itself (DESIGN-NOTES §10). Give each loop
 (the reader thread, the harness loop) its own client.
 
@@ -9,14 +10,16 @@ agy's certificate is self-signed, so verification is off, which is only safe on 
 the constructor refuses any other host.
 
 Each server stream (StreamAgentStateUpdates) gets a connection of its own, closed when
-the stream ends, speaking HTTP/1.1 unless agy refuses it (see `RpcConnection.stream`). Over
+the stream ends, through httpx, speaking HTTP/1.1 unless agy refuses it (see
+`RpcConnection.stream`). Over
 HTTP/2, httpcore never resets a stream its reader abandons: the server would keep producing
 for nobody and the unacknowledged data would drain the shared connection's flow-control
 window until every call on it stalls. Closing the stream's own connection tells the server
-at once. (With an injected ``transport`` streams share it.)
+at once. (An injected httpx ``transport`` carries every call and stream: the tests of
+malformed servers use one.)
 
 Failures surface as :class:`~omnigent_agy.rpc.errors.RpcError` (see its module for the tree);
-httpx/h2/ssl errors are translated in one place, :func:`_translate_errors`. Only the
+httpx/h2/ssl/socket errors are translated in one place, :func:`_translate_errors`. Only the
 idempotent reads are retried, on transient codes, with jittered backoff (`retry`).
 The typed methods of WIRE.md §3 are `client.RpcClient`'s.
 """
@@ -28,6 +31,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import functools
+import http
 import ipaddress
 import json
 import logging
@@ -39,6 +43,7 @@ from typing import Any, Final, Self
 import h2.exceptions
 import httpx
 
+from omnigent_agy.rpc.channel import Answer, UnaryChannel
 from omnigent_agy.rpc.errors import (
     AgyError,
     Code,
@@ -150,6 +155,10 @@ def _translate_foreign(method: str) -> Iterator[None]:
         raise RpcError(Code.UNAVAILABLE, _describe(exc), method=method) from exc
 
 
+def _dumps(body: Mapping[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -159,20 +168,27 @@ def _media_type(response: httpx.Response) -> str:
     return str(response.headers.get("content-type", "")).split(";", 1)[0].strip().lower()
 
 
-def _error_from_response(response: httpx.Response) -> RpcError:
+def _answer(response: httpx.Response) -> Answer:
+    """An httpx response (read whole) as the channel's `Answer`."""
+    return Answer(
+        response.status_code, _media_type(response), response.content, response.http_version
+    )
+
+
+def _error_from_answer(answer: Answer) -> RpcError:
     """The error an unsuccessful HTTP answer describes (connect error JSON, else its status)."""
-    status = response.status_code
+    status = answer.status
     error: RpcError | None = None
-    if _media_type(response) == _JSON:
+    if answer.media_type == _JSON:
         with contextlib.suppress(ValueError):
-            body = json.loads(response.content)
+            body = json.loads(answer.body)
             if isinstance(body, dict) and ("code" in body or "message" in body):
                 error = error_from_json(body, http_status=status)
                 if "code" not in body:
                     error.code = code_from_http_status(status)
     if error is None:
-        text = response.content[:200].decode("utf-8", "replace").strip()
-        error = RpcError(code_from_http_status(status), text or response.reason_phrase)
+        text = answer.body[:200].decode("utf-8", "replace").strip()
+        error = RpcError(code_from_http_status(status), text or _reason(status))
         error.http_status = status
     if status in (401, 403):
         # The only credential agy checks is the CSRF token (WIRE.md §1), so these are it.
@@ -180,12 +196,17 @@ def _error_from_response(response: httpx.Response) -> RpcError:
     return error
 
 
-def _expect_media_type(response: httpx.Response, expected: str) -> None:
-    got = _media_type(response)
+def _reason(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return f"HTTP {status}"
+
+
+def _expect_media_type(got: str, expected: str, *, status: int) -> None:
     if got != expected:
         raise ProtocolError(
-            f"expected content type {expected}, got {got or 'none'}",
-            http_status=response.status_code,
+            f"expected content type {expected}, got {got or 'none'}", http_status=status
         )
 
 
@@ -224,6 +245,13 @@ class RpcConnection:
         self._ssl.check_hostname = False
         self._ssl.verify_mode = ssl.CERT_NONE
         self._http = self._new_http(transport)
+        self._channel = (
+            None
+            if transport is not None
+            else UnaryChannel(
+                host=host, port=port, headers=self._headers, max_answer_bytes=max_frame_bytes
+            )
+        )
         self._stream_clients: set[httpx.AsyncClient] = set()
         self._stream_http2 = False  # until agy refuses HTTP/1.1 (see `stream`)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -259,6 +287,8 @@ class RpcConnection:
         for stream_http in list(self._stream_clients):
             await stream_http.aclose()
         self._stream_clients.clear()
+        if self._channel is not None:
+            await self._channel.aclose()
         await self._http.aclose()
 
     def _check_owner(self) -> None:
@@ -287,20 +317,28 @@ class RpcConnection:
 
     async def _call_once(self, method: str, body: Mapping[str, Any]) -> dict[str, Any]:
         with _translate_errors(method, self._secret):
-            response = await self._http.post(
-                f"/{SERVICE}/{method}", json=dict(body), headers={"Content-Type": _JSON}
-            )
-            self.http_version = response.http_version
-            if response.status_code != 200:
-                raise _error_from_response(response)
-            _expect_media_type(response, _JSON)
+            answer = await self._post(f"/{SERVICE}/{method}", _dumps(body))
+            self.http_version = answer.http_version
+            if answer.status != 200:
+                raise _error_from_answer(answer)
+            _expect_media_type(answer.media_type, _JSON, status=answer.status)
             try:
-                result = json.loads(response.content)
+                result = json.loads(answer.body)
             except ValueError as exc:
                 raise ProtocolError(f"response is not valid JSON: {exc}", http_status=200) from exc
             if not isinstance(result, dict):
                 raise ProtocolError(f"response is JSON {type(result).__name__}, not an object")
             return result
+
+    async def _post(self, path: str, content: bytes) -> Answer:
+        if self._channel is None:  # an injected httpx transport
+            response = await self._http.post(path, content=content, headers={"Content-Type": _JSON})
+            return _answer(response)
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await self._channel.post(path, content)
+        except TimeoutError as exc:
+            raise TimeoutError(f"agy did not answer within {self._timeout:g} s") from exc
 
     async def stream(
         self, method: str, body: Mapping[str, Any], *, idle_timeout: float = 30.0
@@ -358,8 +396,10 @@ class RpcConnection:
                         raise _RefusedHttp1
                     if response.status_code != 200:
                         await response.aread()
-                        raise _error_from_response(response)
-                    _expect_media_type(response, _CONNECT_JSON)
+                        raise _error_from_answer(_answer(response))
+                    _expect_media_type(
+                        _media_type(response), _CONNECT_JSON, status=response.status_code
+                    )
                     chunks = response.aiter_raw()
                     while (
                         chunk := await _before(anext(chunks, b""), deadline, idle_timeout)

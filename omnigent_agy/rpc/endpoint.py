@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception
 
+from omnigent_agy.rpc.channel import NeverSentError
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.errors import AgyError, Code, CsrfError, ProtocolError, RpcError
 from omnigent_agy.rpc.retry import RetryPolicy, is_transient
@@ -40,12 +41,15 @@ Locator = Callable[[], Awaitable[int]]
 
 
 def never_sent(exc: RpcError) -> bool:
-    """Whether agy cannot have acted on the failed call: no connection could be made, or the
-    request could not be written whole (a connect handler reads the whole body first, and
-    HTTP/2 ends a request only with its END_STREAM flag: a failed write never got there)."""
+    """Whether agy cannot have acted on the failed call: no connection could be made
+    (`channel.NeverSentError` for unary calls, httpx's ConnectError for streams), or httpx could
+    not write the request whole (a connect handler reads the whole body first, and HTTP/2
+    ends a request only with its END_STREAM flag: a failed write never got there)."""
     cause: BaseException | None = exc
     while cause is not None:
-        if isinstance(cause, httpx.ConnectError | httpx.WriteError | ConnectionRefusedError):
+        if isinstance(
+            cause, NeverSentError | httpx.ConnectError | httpx.WriteError | ConnectionRefusedError
+        ):
             return True
         cause = cause.__cause__
     return False

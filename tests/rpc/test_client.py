@@ -14,6 +14,7 @@ import pytest
 from _helpers_server import STREAM_UPDATES, TOKEN, FakeAgy, fake_agy
 
 from omnigent_agy.rpc import retry as retry_module
+from omnigent_agy.rpc.channel import NeverSentError
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.errors import (
     AgyError,
@@ -307,7 +308,8 @@ async def test_a_slow_answer_is_deadline_exceeded(fake_agy: Served) -> None:
         with pytest.raises(RpcError) as caught:
             await client.call("Slow", {})
     assert caught.value.code is Code.DEADLINE_EXCEEDED
-    assert isinstance(caught.value.__cause__, httpx.TimeoutException)
+    assert isinstance(caught.value.__cause__, TimeoutError)
+    assert "within 0.3 s" in caught.value.message
 
 
 async def test_nothing_listening_is_unavailable_after_retries(backoffs: list[float]) -> None:
@@ -319,7 +321,7 @@ async def test_nothing_listening_is_unavailable_after_retries(backoffs: list[flo
             await client.heartbeat()
     assert caught.value.code is Code.UNAVAILABLE
     assert caught.value.http_status is None
-    assert isinstance(caught.value.__cause__, httpx.ConnectError)
+    assert isinstance(caught.value.__cause__, NeverSentError)
     assert len(backoffs) == 1
 
 
