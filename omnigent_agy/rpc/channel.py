@@ -124,6 +124,9 @@ class _Connection(asyncio.Protocol):
             events = self.h2.receive_data(data)
         except h2.exceptions.ProtocolError as exc:
             self._end(ConnectionResetError(f"agy broke HTTP/2: {exc}"))
+            self._flush()  # h2's GOAWAY saying why
+            if self.transport is not None:
+                self.transport.close()
             return
         for event in events:
             self._on_event(event)
@@ -273,6 +276,11 @@ class _Connection(asyncio.Protocol):
                 self.h2.reset_stream(stream_id, h2.errors.ErrorCodes.CANCEL)
                 self._flush()
 
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
     async def aclose(self) -> None:
         self.closed = True
         if self.transport is None:
@@ -337,6 +345,7 @@ class UnaryChannel:
             *((name.lower().encode(), value.encode()) for name, value in headers.items()),
         ]
         self._connection: _Connection | None = None
+        self._retired: list[_Connection] = []  # replaced, with calls still finishing on them
         self._connecting: asyncio.Lock = asyncio.Lock()
 
     async def post(self, path: str, body: bytes) -> Answer:
@@ -371,7 +380,7 @@ class UnaryChannel:
                 return connection
             if connection is not None:
                 self._connection = None
-                await connection.aclose()
+                self._retire(connection)
             connection = await self._connect()
             self._connection = connection
             return connection
@@ -391,7 +400,21 @@ class UnaryChannel:
         connection.check_h2()
         return connection
 
+    def _retire(self, old: _Connection) -> None:
+        """Drop a connection that takes no more calls, without waiting on it.
+
+        One agy ended (a GOAWAY, a lost connection) has failed all its calls: it is aborted
+        at once, as are retired ones whose calls have finished since. One that ran out of
+        stream ids still finishes its calls; `aclose` ends it if nothing else did.
+        """
+        self._retired.append(old)
+        for connection in list(self._retired):
+            if not connection.calls:
+                self._retired.remove(connection)
+                connection.abort()
+
     async def aclose(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
+        connections = [*self._retired, *([self._connection] if self._connection else [])]
+        self._connection, self._retired = None, []
+        for connection in connections:
             await connection.aclose()
