@@ -1,4 +1,4 @@
-"""End to end over real TLS on loopback: per growth frame, frame → event latency, unary calls.
+"""End to end over real TLS on loopback: per growth frame, frame → event latency.
 
 Run: `.venv/bin/python benchmarks/bench_e2e.py [--quick]`. benchmarks/frameserver.py runs
 in a process of its own (agy-sim's TLS server, named like agy) and streams a long answer.
@@ -10,9 +10,9 @@ Each client reads it in this process and the figures are this process's CPU only
   (benchmarks/readers.py; its event posts stubbed);
 - **frame → event**: from the server handing a frame over (`benchSentNs`, the monotonic
   clock loopback shares) to the reader having published its events, p50/p99, at a steady
-  200 frames/s and in bursts of 50 frames back to back;
-- **unary call**: the plugin's calls on its one persistent HTTP/2 connection, the built-in's
-  (a new client per call, the CSRF token looked up in the process table per call).
+  200 frames/s and in bursts of 50 frames back to back.
+
+Unary calls are benchmarks/bench_unary.py's.
 
 Medians of 3 runs. Asserts nothing about time.
 """
@@ -95,33 +95,9 @@ def latencies(read: Callable[[], Awaitable[Run]]) -> tuple[float, float]:
     return statistics.median(values), values[min(len(values) - 1, int(len(values) * 0.99))]
 
 
-def unary_plugin(server: FrameServer, calls: int) -> float:
-    async def main() -> float:
-        async with RpcClient(port=server.port, csrf_token=server.token) as client:
-            await client.heartbeat()  # the connection is made once
-            times = []
-            for _ in range(calls):
-                started = time.perf_counter()
-                await client.get_all_cascade_trajectories()
-                times.append(time.perf_counter() - started)
-            return statistics.median(times)
-
-    return asyncio.run(main())
-
-
-def unary_builtin(server: FrameServer, calls: int) -> float:
-    builtin_rpc.get_all_cascade_trajectories(server.port)
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        builtin_rpc.get_all_cascade_trajectories(server.port)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def main() -> None:
     args = options(__doc__ or "")
-    frames, runs, calls = (40, 1, 5) if args.quick else (500, 3, 50)
+    frames, runs = (40, 1) if args.quick else (500, 3)
     with frame_server() as server:
         flat = spec(100, frames)
         rows = []
@@ -148,14 +124,6 @@ def main() -> None:
                 p50, p99 = latencies(read)
                 rows.append([shape, name, p50, p99])
         table("Frame → event latency (ms)", ["load", "reader", "p50", "p99"], rows)
-        table(
-            f"Unary call (GetAllCascadeTrajectories), median of {calls}",
-            ["client", "ms per call"],
-            [
-                ["plugin (one HTTP/2 connection)", unary_plugin(server, calls) * 1e3],
-                ["built-in (new client per call)", unary_builtin(server, calls) * 1e3],
-            ],
-        )
 
 
 if __name__ == "__main__":

@@ -47,12 +47,13 @@ class FrameServer:
 
 
 @contextlib.contextmanager
-def frame_server() -> Iterator[FrameServer]:
-    """benchmarks/frameserver.py in a process of its own, named like agy (see its docstring)."""
+def frame_server(script: str = "frameserver.py") -> Iterator[FrameServer]:
+    """benchmarks/frameserver.py (or another server ``script`` of benchmarks/) in a process of
+    its own, named like agy (see its docstring)."""
     token = secrets.token_hex(16)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
     with subprocess.Popen(
-        [agy_argv0(), str(HERE / "frameserver.py"), f"--csrf_token={token}"],
+        [agy_argv0(), str(HERE / script), f"--csrf_token={token}"],
         executable=sys.executable,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -72,6 +73,17 @@ def frame_server() -> Iterator[FrameServer]:
                 process.wait(10)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_average() -> str:
+    """The machine's load average (1, 5, 15 min): the figures depend on it on a shared machine."""
+    return "load average " + " / ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def spec(history: int, frames: int, chars: int = 24, interval_us: int = 0, burst: int = 1) -> str:

@@ -16,6 +16,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = (
     "bench_frames.py",
     "bench_e2e.py",
+    "bench_unary.py",
     "bench_attach.py",
     "bench_turn.py",
     "bench_reader.py",
