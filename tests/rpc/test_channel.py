@@ -27,8 +27,11 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+TOKEN = "channel-test-token-5f1c"
+
+
 def client_of(server: RawH2Server, **kwargs: object) -> RpcClient:
-    return RpcClient(port=server.port, csrf_token="t", retry=RetryPolicy(attempts=1), **kwargs)  # type: ignore[arg-type]
+    return RpcClient(port=server.port, csrf_token=TOKEN, retry=RetryPolicy(attempts=1), **kwargs)  # type: ignore[arg-type]
 
 
 def echo(call: RawCall) -> None:
@@ -58,7 +61,7 @@ async def test_concurrent_calls_share_one_connection() -> None:
         assert client.http_version == "HTTP/2"
     assert len(server.links) == 1
     headers = arrived[0].headers
-    assert headers[b"x-codeium-csrf-token"] == b"t"
+    assert headers[b"x-codeium-csrf-token"] == TOKEN.encode()
     assert headers[b"connect-protocol-version"] == b"1"
     assert headers[b"content-type"] == b"application/json"
 
