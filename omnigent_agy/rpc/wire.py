@@ -14,6 +14,7 @@ payload is buffered, which keeps memory bounded whatever the server announces.
 from __future__ import annotations
 
 import json
+import json.scanner
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -188,7 +189,25 @@ def error_from_json(error: object, *, http_status: int | None = None) -> RpcErro
     )
 
 
+# json's own C scanner. `json.loads` wraps it in several Python calls per payload (encoding
+# detection, whitespace checks) that cost as much as a small frame's mapping; an object
+# payload that scans whole from its first byte needs none of them (see `_loads_object`).
+_SCAN: Final = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
 def _loads_object(payload: bytes) -> dict[str, Any]:
+    # Fast path: a UTF-8 JSON object from byte 0 to the end (what agy sends, WIRE.md §2),
+    # decoded as json.loads decodes UTF-8. Anything else (whitespace around it, another
+    # encoding, an error) takes json.loads, for the same value or the same error.
+    if payload[:1] == b"{" and payload[1:2] != b"\x00":  # a NUL second byte: UTF-16
+        try:
+            text = payload.decode("utf-8", "surrogatepass")
+            value, end = _SCAN(text, 0)
+        except (UnicodeDecodeError, StopIteration, ValueError):
+            pass
+        else:
+            if end == len(text):
+                return value  # type: ignore[no-any-return] # "{" scans to a dict
     try:
         value = json.loads(payload)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -193,6 +193,9 @@ MALFORMED = [
     pytest.param([prefix(0, 5) + b"{nope"], Code.INTERNAL, id="invalid-json"),
     pytest.param([prefix(0, 3) + b"\xff\xfe\xfd"], Code.INTERNAL, id="not-utf8"),
     pytest.param([prefix(0, 2) + b"[]"], Code.INTERNAL, id="json-not-an-object"),
+    pytest.param([prefix(0, 3) + b"{}x"], Code.INTERNAL, id="an-object-then-garbage"),
+    pytest.param([prefix(0, 4) + b"{}{}"], Code.INTERNAL, id="two-objects-in-one-payload"),
+    pytest.param([prefix(0, 6) + b'{"a":}'], Code.INTERNAL, id="an-object-missing-a-value"),
     pytest.param([prefix(0, 4) + b"{}"], Code.INTERNAL, id="truncated-payload"),
     pytest.param([prefix(0, 2)[:3]], Code.INTERNAL, id="truncated-prefix"),
     pytest.param(
@@ -216,6 +219,22 @@ def test_malformed_input_is_a_protocol_error(chunks: list[bytes], code: Code) ->
     with pytest.raises(ProtocolError) as caught:
         decode(chunks)
     assert caught.value.code is code
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        pytest.param(b'{"a":[1,2.5,null,true],"b":{"c":"d"}}', id="plain"),
+        pytest.param(b' {"a":1}\n', id="whitespace-around"),
+        pytest.param('{"a":"\u00e9"}'.encode("utf-16-le"), id="utf-16"),
+        pytest.param(b'\xef\xbb\xbf{"a":1}', id="utf-8-bom"),
+        pytest.param(b'{"s":"\\ud800","t":"\xed\xa0\x80"}', id="lone-surrogates"),
+        pytest.param('{"é":"ü"}'.encode(), id="non-ascii"),
+    ],
+)
+def test_a_payload_decodes_as_json_loads_decodes_it(payload: bytes) -> None:
+    # The decoder scans a plain UTF-8 object itself; every other payload goes to json.loads.
+    assert decode([encode_envelope(payload)]) == [DataFrame(json.loads(payload))]
 
 
 def test_an_oversized_frame_is_refused_at_its_prefix() -> None:
