@@ -49,10 +49,13 @@ from omnigent_agy.onboarding.config import (
 )
 from omnigent_agy.onboarding.doctor import preflight
 from omnigent_agy.reading import events as ev
+from omnigent_agy.reading.mapper import DEFAULT_OUTPUT_CAP
 from omnigent_agy.reading.reader_state import DEFAULT_IDLE_TIMEOUT, ReaderSettings
+from omnigent_agy.reading.steps import StepKey
 from omnigent_agy.relay.channel import RELAY_SERVER
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
 from omnigent_agy.session.messages import MessageError, newest_user_message, user_message
+from omnigent_agy.session.shown import ShownLedger
 from omnigent_agy.session.turns import AgyRestarted, TurnResult
 
 from .failures import executor_error_for, to_executor_error
@@ -102,14 +105,22 @@ def usage_dict(result: TurnResult, model: str | None = None) -> dict[str, Any] |
 
 
 class _Stream:
-    """Turns splice deltas (`events.apply_delta`) into omnigent's append-only chunks."""
+    """Turns splice deltas (`events.apply_delta`) into omnigent's append-only chunks.
 
-    def __init__(self) -> None:
-        self._shown: dict[tuple[str, object], int] = {}
+    What it hands over is recorded in the session's `ShownLedger`, so a harness process
+    started after this one was killed mid-answer goes on where the host's text stops instead
+    of showing the step again from its start (session/shown.py).
+    """
+
+    def __init__(self, ledger: ShownLedger | None = None) -> None:
+        self._ledger = ledger
+        self._shown: dict[str, int] = ledger.load() if ledger is not None else {}
         self._last_text_key: object = None
+        self.calls: set[str] = set()
+        """The tool calls this turn showed as started (`ToolCallRequest`)."""
 
     def text(self, delta: ev.TextDelta) -> str:
-        piece = self._append_only(("text", delta.key), delta.offset, delta.text)
+        piece = self._append_only(_stream_key("text", delta.key), delta.offset, delta.text)
         if piece and self._last_text_key not in (None, delta.key):
             piece = "\n\n" + piece  # a new message of the same turn starts a new paragraph
         if piece:
@@ -117,9 +128,14 @@ class _Stream:
         return piece
 
     def reasoning(self, delta: ev.ReasoningDelta) -> str:
-        return self._append_only(("reasoning", delta.key), delta.offset, delta.text)
+        return self._append_only(_stream_key("reasoning", delta.key), delta.offset, delta.text)
 
-    def _append_only(self, key: tuple[str, object], offset: int, text: str) -> str:
+    def ended(self) -> None:
+        """The turn ended with every step settled: nothing of it is open any more."""
+        if self._ledger is not None:
+            self._ledger.clear()
+
+    def _append_only(self, key: str, offset: int, text: str) -> str:
         shown = self._shown.get(key, 0)
         end = offset + len(text)
         if offset > shown:
@@ -129,7 +145,13 @@ class _Stream:
                 _logger.info("agy rewrote text already shown; the committed text keeps it")
             return ""
         self._shown[key] = end
+        if self._ledger is not None:
+            self._ledger.record(key, end)
         return text[max(0, shown - offset) :]
+
+
+def _stream_key(kind: str, key: StepKey) -> str:
+    return f"{kind}|{key.cascade_id}|{key.trajectory_id}|{key.step_index}"
 
 
 class AgyExecutor(Executor):
@@ -251,7 +273,7 @@ class AgyExecutor(Executor):
                 policy_evaluator=self._policy_evaluator,
                 elicit=self._form_elicitor,
             )
-            stream = _Stream()
+            stream = _Stream(session.shown)
             async for event in session.run_turn(
                 message.as_prompt(),
                 model=model,
@@ -261,8 +283,7 @@ class AgyExecutor(Executor):
                 tools=tools,
                 tool_runner=self._run_omnigent_tool,
             ):
-                translated = self._translate(event, stream)
-                if translated is not None:
+                for translated in self._translated(event, stream):
                     yield translated
         except PreflightError as exc:
             yield to_executor_error(exc.failure)
@@ -280,6 +301,23 @@ class AgyExecutor(Executor):
         result = await bridge(name, arguments)
         return result if isinstance(result, dict) else {"result": result}
 
+    def _translated(self, event: object, stream: _Stream) -> list[ExecutorEvent]:
+        translated = self._translate(event, stream)
+        if translated is None:
+            return []
+        if isinstance(event, ev.ToolCallFinished) and event.call_id not in stream.calls:
+            # Started under a harness process that died mid-turn (AgySession's leftovers):
+            # omnigent's adapter shows a call as completed only after seeing its request in
+            # the same turn, so the request is told again (same call id: one card).
+            stream.calls.add(event.call_id)
+            started = ToolCallRequest(
+                name=event.name,
+                args=dict(event.arguments or {}),
+                metadata={"call_id": event.call_id, "internally_executed": True},
+            )
+            return [started, translated]
+        return [translated]
+
     def _translate(self, event: object, stream: _Stream) -> ExecutorEvent | None:  # noqa: PLR0911
         if isinstance(event, ev.ToolCallStarted | ev.ToolCallFinished) and event.name.startswith(
             f"{RELAY_SERVER}/"
@@ -292,6 +330,7 @@ class AgyExecutor(Executor):
             piece = stream.reasoning(event)
             return ReasoningChunk(delta=piece, event_type="reasoning_text") if piece else None
         if isinstance(event, ev.ToolCallStarted):
+            stream.calls.add(event.call_id)
             return ToolCallRequest(
                 name=event.name,
                 args=dict(event.arguments),
@@ -311,6 +350,7 @@ class AgyExecutor(Executor):
         if isinstance(event, ev.SubAgentFinished):
             return SubAgentCompleted(child_key=event.child_cascade_id, ok=event.ok)
         if isinstance(event, TurnResult):
+            stream.ended()
             return self._finish(event)
         if isinstance(event, AgyRestarted):
             # The transcript itself is unchanged (agy kept the history); the session's log
@@ -429,8 +469,16 @@ def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
 
 def _tool_result(event: ev.ToolCallFinished) -> str:
     output = event.output or ""
-    if event.truncated:
-        output += "\n[output truncated]"
+    if event.full_bytes is not None:
+        shown = len(output.encode("utf-8", errors="replace"))
+        output += (
+            f"\n[output truncated: {shown:,} of {event.full_bytes:,} bytes shown; omnigent-agy"
+            f" passes at most {DEFAULT_OUTPUT_CAP // 1024} KiB of a tool's output to omnigent,"
+            " agy itself saw all of it. Ask agy about the part you need, or have the command"
+            " write its output to a file and read that in parts.]"
+        )
+    elif event.truncated:
+        output += "\n[output truncated by agy]"
     if event.exit_code is not None and event.exit_code != 0:
         output += f"\n[exit code {event.exit_code}]"
     return output

@@ -4,17 +4,21 @@
 `AgyExecutor`) on 127.0.0.1; `Turn` streams one turn's SSE events (`POST
 /v1/sessions/{id}/events`) on a thread so a caller can read them live and answer a card
 (`approval`) or press Stop (`interrupt`) while the turn still runs. The demo and the tests use it.
+`HarnessSurface` is what the runner says to a harness, whatever carries it: a harness served
+elsewhere (a process of its own on a Unix socket, as omnigent's runner starts it) gets the same
+calls by giving its own HTTP transport.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import queue
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +33,18 @@ class TurnEndedError(RuntimeError):
     """The turn's stream closed before the awaited event."""
 
 
-class HarnessServer:
-    """uvicorn serving one harness app on 127.0.0.1 in a thread (loopback only)."""
+class HarnessSurface:
+    """The runner's side of one conversation's harness: turns, answers to cards, verdicts.
+
+    Subclasses say where the harness listens (`base_url`; `http` for another transport, such as
+    the Unix socket of a harness process).
+    """
+
+    conversation_id: str
+    base_url: str = "http://127.0.0.1"
 
     def __init__(
         self,
-        app: FastAPI,
         conversation_id: str,
         *,
         policy: Callable[[dict[str, Any]], str] = lambda event: ALLOW,
@@ -43,38 +53,25 @@ class HarnessServer:
         `policy_evaluation.requested` event and returns the verdict's action (omnigent answers
         ALLOW when no policy objects, which is the default here)."""
         self._policy = policy
-        app.state.conversation_id = conversation_id
         self.conversation_id = conversation_id
-        self._sock = socket.socket()
-        self._sock.bind(("127.0.0.1", 0))
-        self.port = self._sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._serve, name="harness-uvicorn", daemon=True)
-
-    def _serve(self) -> None:
-        asyncio.run(self._server.serve(sockets=[self._sock]))
-
-    def __enter__(self) -> HarnessServer:
-        self._thread.start()
-        deadline = time.monotonic() + 20
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the harness app did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(30)
-        self._sock.close()
 
     @property
     def events_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1/sessions/{self.conversation_id}/events"
+        return f"{self.base_url}/v1/sessions/{self.conversation_id}/events"
+
+    def http(self, timeout: float) -> httpx.Client:
+        """A client for one exchange with the harness (closed by the caller)."""
+        return httpx.Client(timeout=timeout)
 
     def post(self, body: dict[str, Any]) -> httpx.Response:
-        return httpx.post(self.events_url, json=body, timeout=30)
+        with self.http(30) as client:
+            return client.post(self.events_url, json=body)
+
+    @contextlib.contextmanager
+    def stream(self, body: dict[str, Any]) -> Iterator[httpx.Response]:
+        """A turn's SSE stream (the request open while the caller reads)."""
+        with self.http(120) as client, client.stream("POST", self.events_url, json=body) as reply:
+            yield reply
 
     def answer_policy(self, event: dict[str, Any]) -> None:
         """Post the verdict for a policy evaluation, as omnigent's runner does."""
@@ -129,15 +126,56 @@ class HarnessServer:
         return turn
 
 
+class HarnessServer(HarnessSurface):
+    """uvicorn serving one harness app on 127.0.0.1 in a thread (loopback only)."""
+
+    def __init__(
+        self,
+        app: FastAPI,
+        conversation_id: str,
+        *,
+        policy: Callable[[dict[str, Any]], str] = lambda event: ALLOW,
+    ) -> None:
+        super().__init__(conversation_id, policy=policy)
+        app.state.conversation_id = conversation_id
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._serve, name="harness-uvicorn", daemon=True)
+
+    def _serve(self) -> None:
+        asyncio.run(self._server.serve(sockets=[self._sock]))
+
+    def __enter__(self) -> HarnessServer:
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the harness app did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(30)
+        self._sock.close()
+
+
 @dataclass
 class Turn:
     """One streamed turn: the SSE events as they arrive, and waits on them."""
 
-    server: HarnessServer
+    server: HarnessSurface
     events: list[dict[str, Any]] = field(default_factory=list)
     _queue: queue.SimpleQueue[dict[str, Any] | None] = field(default_factory=queue.SimpleQueue)
     _thread: threading.Thread | None = None
     status_code: int | None = None
+    broken: str | None = None
+    """Why the stream broke before the harness closed it (the harness process died, say):
+    omnigent's runner then fails the turn as `connection_error`."""
 
     def start(self, body: dict[str, Any]) -> None:
         self._thread = threading.Thread(target=self._stream, args=(body,), daemon=True)
@@ -145,7 +183,7 @@ class Turn:
 
     def _stream(self, body: dict[str, Any]) -> None:
         try:
-            with httpx.stream("POST", self.server.events_url, json=body, timeout=120) as reply:
+            with self.server.stream(body) as reply:
                 self.status_code = reply.status_code
                 for line in reply.iter_lines():
                     if not line.startswith("data:"):
@@ -157,6 +195,8 @@ class Turn:
                     if event.get("type") == "policy_evaluation.requested":
                         self.server.answer_policy(event)
                     self._queue.put(event)
+        except httpx.TransportError as exc:
+            self.broken = f"{type(exc).__name__}: {exc}"
         finally:
             self._queue.put(None)
 

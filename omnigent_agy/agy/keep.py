@@ -109,10 +109,25 @@ class TurnLease:
         self._pid = os.getpid()
         self._created = psutil.Process(self._pid).create_time()
 
-    def begin_turn(self) -> None:
-        """Declare a turn (under the lock: a sweep deciding now sees it or stopped first)."""
+    def begin_turn(self) -> bool:
+        """Declare a turn (under the lock: a sweep deciding now sees it or stopped first).
+
+        True when the lease said another harness process was running a turn and that process
+        is gone: it died mid-turn, and this turn inherits what agy did for it since."""
         with lifecycle_lock(self._state):
+            orphaned = self._orphaned()
             self._write(turn_running=True)
+        return orphaned
+
+    def _orphaned(self) -> bool:
+        try:
+            data = json.loads((self._state.path / _LEASE_FILE).read_text(encoding="utf-8"))
+            pid, created = int(data["pid"]), float(data["pid_create_time"])
+            running = bool(data["turn_running"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        ours = pid == self._pid and abs(created - self._created) < _PID_CLOCK_SLACK
+        return running and not ours and not _same_process(pid, created)
 
     def end_turn(self) -> None:
         self._write(turn_running=False)

@@ -117,6 +117,12 @@ class ToolCallFinished:
     exit_code: int | None = None
     truncated: bool = False
     error: str | None = None
+    full_bytes: int | None = None
+    """The output's size before the cap (UTF-8 bytes) when the cap cut it; else None (a
+    `truncated` output then was shortened by agy itself)."""
+    arguments: JsonObject | None = None
+    """The call's arguments, as its `ToolCallStarted` had them: a harness process that did not
+    see the start (its predecessor died mid-turn) shows the call with them."""
 
 
 # --- turn, model, usage, errors --------------------------------------------------------------

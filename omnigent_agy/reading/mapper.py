@@ -403,6 +403,8 @@ def _map_tool(
                 exit_code=result.exit_code,
                 truncated=result.truncated,
                 error=result.error,
+                full_bytes=result.full_bytes,
+                arguments=describe_call(step, kind).arguments,
             )
         )
 

@@ -71,6 +71,8 @@ class ToolResult:
     exit_code: int | None = None
     truncated: bool = False
     error: str | None = None
+    full_bytes: int | None = None
+    """The output's size in UTF-8 bytes before the cap, when the cap cut it."""
 
 
 def uri_path(value: object) -> str | None:
@@ -242,13 +244,15 @@ def describe_result(step: JsonObject, kind: str, status: str, *, cap: int) -> To
     else:
         outcome = ToolOutcome.ERROR
     output, truncated, exit_code = _render_output(step, kind, payload)
+    full = output
     output, capped = cap_output(output, cap)
     error = None
     if outcome is not ToolOutcome.SUCCESS:
         error = step_error_text(step)[0]
         if error is None and outcome is ToolOutcome.DENIED:
             error = "denied by the user"
-    return ToolResult(outcome, output, exit_code, truncated or capped, error)
+    full_bytes = len(full.encode("utf-8", errors="replace")) if capped else None
+    return ToolResult(outcome, output, exit_code, truncated or capped, error, full_bytes)
 
 
 def _render_output(

@@ -34,7 +34,12 @@ from omnigent_agy.interactions.bridge import InteractionBridge
 from omnigent_agy.interactions.policy import PermissionPolicy
 from omnigent_agy.interactions.prompts import HostPrompts
 from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel
-from omnigent_agy.reading.events import InteractionRequested, InteractionResolved
+from omnigent_agy.reading.events import (
+    Event,
+    InteractionRequested,
+    InteractionResolved,
+    TurnBoundary,
+)
 from omnigent_agy.reading.reader import (
     ConversationRotated,
     ReaderEvent,
@@ -54,6 +59,7 @@ from omnigent_agy.session.binding import (
     SessionError,
     SessionSettings,
 )
+from omnigent_agy.session.shown import ShownLedger
 from omnigent_agy.session.turns import AgyRestarted, TurnEvent, TurnTally
 
 __all__ = ["AgySession", "PreflightError", "SessionError", "SessionSettings", "open_gates"]
@@ -71,11 +77,33 @@ class _BridgeFailed:
     error: Exception
 
 
+# What the reader and the bridge say about themselves, not about agy's steps.
+_NOT_STEPS: Final = (
+    TurnEnded,
+    ConversationRotated,
+    ReaderModeChanged,
+    ReaderFailed,
+    _BridgeFailed,
+)
+
+
 def _step_count(summary: JsonObject) -> int:
     try:
         return int(str(summary.get("stepCount") or 0))
     except ValueError:
         return 0
+
+
+def leftovers(events: list[ReaderEvent | _BridgeFailed]) -> list[Event]:
+    """What agy did for a turn whose harness process died, among the events held since: the
+    steps up to the next turn's user input (someone typing in agy's TUI starts one)."""
+    left: list[Event] = []
+    for event in events:
+        if isinstance(event, TurnBoundary):
+            break
+        if not isinstance(event, _NOT_STEPS):
+            left.append(event)
+    return left
 
 
 def open_gates(events: list[ReaderEvent | _BridgeFailed]) -> list[InteractionRequested]:
@@ -105,6 +133,8 @@ class AgySession:
         self._sink: HandoffSink[ReaderEvent | _BridgeFailed] = HandoffSink()
         self._binding = AgyBinding(settings, sink=self._sink, plugin_manager=plugin_manager)
         self._lease = TurnLease(self._binding.state)
+        self.shown = ShownLedger(self._binding.state.path / "shown.bin")
+        """How much of each step's text the host was handed (the adapter records it)."""
         # Every harness process sweeps the kept agys at start and while it runs (agy.sweep).
         self._sweeper = acquire_sweeper(settings.keep, settings.state_base)
         self._bridge: InteractionBridge | None = None
@@ -147,6 +177,7 @@ class AgySession:
         for task in list(self._bridge_tasks):
             task.cancel()
         self._sweeper.release()
+        self.shown.close()
         await self._binding.close(stop_agy=stop_agy)
 
     # --- models ---------------------------------------------------------------------------
@@ -181,10 +212,11 @@ class AgySession:
         """
         # Declared before agy is even looked at: a sweep deciding now either sees the turn
         # or has stopped agy already, and then ensure_started starts it again.
-        await asyncio.to_thread(self._lease.begin_turn)
+        inherited = await asyncio.to_thread(self._lease.begin_turn)
         try:
             async for event in self._run_turn(
                 text,
+                inherited=inherited,
                 model=model,
                 effort=effort,
                 prompts=prompts,
@@ -200,6 +232,7 @@ class AgySession:
         self,
         text: str,
         *,
+        inherited: bool,
         model: str | None,
         effort: str | None,
         prompts: HostPrompts,
@@ -207,6 +240,7 @@ class AgySession:
         tools: Sequence[Mapping[str, Any]],
         tool_runner: ToolRunner | None,
     ) -> AsyncIterator[TurnEvent]:
+        """`inherited`: the harness process of the turn before died during it (see run_turn)."""
         home = self._binding.home
         home.next_turn(instructions, tools)
         agy = await self.ensure_started()
@@ -223,23 +257,35 @@ class AgySession:
         self._interrupted = False
         self._turn_running = True
         self._sink.bind()
+        tally = TurnTally()
         try:
             stale = self._sink.take_held()
-            if stale:
+            # A harness process killed mid-turn left its turn to agy: what agy did for it
+            # since (the rest of an answer, a command's output) reaches omnigent now, first.
+            # Its host failed that turn; these steps were never published.
+            inheritance = leftovers(stale) if inherited else []
+            if len(stale) > len(inheritance):
                 # Steps between omnigent turns (someone typing in agy's TUI) are not part of
                 # this turn; the reader has recorded them, omnigent never asked for them.
+                skipped = len(stale) - len(inheritance)
                 kinds = ", ".join(sorted({type(event).__name__ for event in stale}))
+                _logger.info("skipping %d events that arrived between turns (%s)", skipped, kinds)
+            if inheritance:
                 _logger.info(
-                    "skipping %d events that arrived between turns (%s)", len(stale), kinds
+                    "publishing %d events of the turn an earlier harness process left",
+                    len(inheritance),
                 )
+            for inherited_event in inheritance:
+                tally.note(inherited_event)
+                yield inherited_event
             for gate in open_gates(stale):
-                # ...except a gate still open: agy waits on it (e.g. a harness restarted while
+                # ...and a gate still open: agy waits on it (e.g. a harness restarted while
                 # its card was shown), so it is asked again; a stale one resolves as gone.
                 self._start_interaction(gate)
             home.open_turn(tool_runner)
             summary = await self._summary(client, cascade)
             await self._send(client, cascade, text, resolved.enum, since=_step_count(summary))
-            async for event in self._follow_turn():
+            async for event in self._follow_turn(tally):
                 yield event
         finally:
             self._turn_running = False
@@ -248,8 +294,7 @@ class AgySession:
                 task.cancel()
             self._sink.unbind()
 
-    async def _follow_turn(self) -> AsyncIterator[TurnEvent]:
-        tally = TurnTally()
+    async def _follow_turn(self, tally: TurnTally) -> AsyncIterator[TurnEvent]:
         while True:
             event = await self._next_event()
             if event is None or isinstance(event, ReaderModeChanged):

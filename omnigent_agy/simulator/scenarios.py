@@ -170,7 +170,14 @@ def _command_from(text: str, default: str) -> str:
     return match.group(1).strip() if match else default
 
 
-async def _command(turn: TurnApi, command: str, *, runtime: float = 0.0) -> None:
+async def _command(
+    turn: TurnApi,
+    command: str,
+    *,
+    runtime: float = 0.0,
+    output: str | None = None,
+    quote: bool = True,
+) -> None:
     call = await turn.call_tool(
         "run_command",
         _tool_args(
@@ -184,10 +191,15 @@ async def _command(turn: TurnApi, command: str, *, runtime: float = 0.0) -> None
         ),
         thinking=f"**Running a command**\n\nI will run `{command}`.",
     )
-    outcome = await turn.run_command(
-        call, command, output=canned_output(command, turn.workspace), runtime=runtime
-    )
-    if outcome.allowed:
+    if output is None:
+        output = canned_output(command, turn.workspace)
+    outcome = await turn.run_command(call, command, output=output, runtime=runtime)
+    if outcome.allowed and not quote:
+        await turn.say(
+            f"`{command}` finished with exit code {outcome.exit_code}"
+            f" and printed {len(outcome.output)} characters."
+        )
+    elif outcome.allowed:
         await turn.say(
             f"`{command}` finished with exit code {outcome.exit_code}:\n\n```\n{outcome.output}```"
         )
@@ -208,6 +220,58 @@ async def chained_command(turn: TurnApi) -> None:
 
 async def slow_command(turn: TurnApi) -> None:
     await _command(turn, "sleep 30; echo done", runtime=turn.knobs.slow_command_seconds)
+
+
+# --- large text: a turn's answer, a command's output or a question's option of N characters ---
+
+LARGE_DEFAULT = 1024 * 1024
+_LARGE_PARTS = 64
+
+
+def large_size(text: str) -> int:
+    """N of "… N characters" in the turn's text, else 1 MiB."""
+    match = re.search(r"(\d+)\s*characters", text, flags=re.IGNORECASE)
+    return int(match.group(1)) if match else LARGE_DEFAULT
+
+
+def large_text(size: int) -> str:
+    """`size` characters of numbered lines (each line says where it is, so a lost, repeated or
+    reordered piece shows), ending in "end of the large text"."""
+    tail = "end of the large text\n"
+    lines: list[str] = []
+    length = 0
+    while length < size - len(tail):
+        line = f"line {len(lines) + 1:07d} of the large text, at character {length}\n"
+        lines.append(line)
+        length += len(line)
+    if size < len(tail):
+        return tail[:size]
+    return "".join(lines)[: size - len(tail)] + tail
+
+
+async def large_answer(turn: TurnApi) -> None:
+    """An answer of N characters streamed in 64 parts: as many growth frames, each re-sending
+    the step whole (WIRE.md §4), so the last frames carry about N characters each."""
+    text = large_text(large_size(turn.text))
+    step = -(-len(text) // _LARGE_PARTS)
+    chunks = [text[i : i + step] for i in range(0, len(text), step)]
+    await turn.say(text, thinking="**Writing a large answer**", chunks=chunks)
+
+
+async def large_output(turn: TurnApi) -> None:
+    """A gated command printing N characters (`combinedOutput.full`, WIRE.md §5)."""
+    size = large_size(turn.text)
+    # The reply does not quote the output: agy-sim streams a reply word by word.
+    await _command(turn, f"print-large-text {size}", output=large_text(size), quote=False)
+
+
+async def large_question(turn: TurnApi) -> None:
+    """A question whose first option is N characters long (one word: agy-sim's reply, which
+    names the choice, then streams in one piece instead of word by word)."""
+    option = large_text(large_size(turn.text)).replace(" ", "_").replace("\n", "|")
+    await _questions(
+        turn, [Question("Which text do you choose?", (option, "The short one"))], "Large option"
+    )
 
 
 def _describe(outcome: QuestionOutcome) -> str:
@@ -395,6 +459,19 @@ TRIGGERS: tuple[Trigger, ...] = (
         r"slow command",
         slow_command,
         "a gated command that stays RUNNING (for cancel)",
+    ),
+    Trigger("large_answer", r"\blarge answer\b", large_answer, "an answer of N characters"),
+    Trigger(
+        "large_output",
+        r"\blarge output\b",
+        large_output,
+        "a gated command printing N characters",
+    ),
+    Trigger(
+        "large_question",
+        r"\blarge question\b",
+        large_question,
+        "a question with an option of N characters",
     ),
     Trigger(
         "chained_command",
