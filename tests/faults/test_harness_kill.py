@@ -12,7 +12,7 @@ process on the same socket. Then, against what agy committed (read back over RPC
   order: the text deltas of both turns, concatenated, equal the committed answers; each tool
   step is one completed call and one output;
 - a card still waiting in agy is shown again once, and answering it lands on that live WAITING
-  step;
+  step (the card of the killed process is refused by the new one);
 - the message of the next turn reaches agy once, and the turn after it works as any turn.
 """
 
@@ -198,6 +198,10 @@ def test_killed_while_a_card_waits(talk: ProcessConversation, text: str, step_ty
     assert _step(talk, step_type, WAITING) is not None, "agy no longer waits for the answer"
     asked = len([s for s in talk.steps() if s.get("type") == step_type])
     harness.start()
+    # The card shown before the kill belongs to the dead process: the new one refuses it.
+    with pytest.raises(RuntimeError, match="refused") as refused:
+        answer(harness, card)  # type: ignore[arg-type]
+    assert "no outstanding elicitation" in str(refused.value), refused.value
     second = harness.turn("are you still there?")
     again = second.until("response.elicitation_request", timeout=60)
     assert again["params"].get("message") == card["params"].get("message")
