@@ -139,7 +139,8 @@ def redact_secret(text: str, secret: str) -> str:
 
 def _redact_value(value: Any, secret: str) -> Any:
     if isinstance(value, str):
-        return redact_secret(value, secret)
+        redacted = redact_secret(value, secret)
+        return value if redacted == value else redacted  # a Code stays a Code
     if isinstance(value, list | tuple):
         return [_redact_value(item, secret) for item in value]
     if isinstance(value, dict):

@@ -25,7 +25,7 @@ from simproc import FAST, Sim, sim_launcher
 
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.discovery import DiscoveryError, discover_port
-from omnigent_agy.rpc.errors import CsrfError, RpcError, redact_secret
+from omnigent_agy.rpc.errors import Code, CsrfError, RpcError, redact_secret
 
 pytestmark = pytest.mark.tmux
 
@@ -223,3 +223,12 @@ def _closed_port() -> int:
     with contextlib.closing(socket.socket()) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def test_a_redacted_error_keeps_its_code_and_shape() -> None:
+    error = RpcError(Code.INTERNAL, f"echo {TOKEN}", http_status=500, details=[{"k": TOKEN}])
+    error.redact(TOKEN)
+    assert error.args == (Code.INTERNAL, "echo [redacted]")
+    assert isinstance(error.args[0], Code)
+    assert error.details == ({"k": "[redacted]"},)
+    assert str(error) == "[internal] echo [redacted] (HTTP 500)"
