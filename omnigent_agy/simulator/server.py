@@ -93,7 +93,11 @@ class _Listener(socket.socket):
     """
 
     def __init__(self, family: int, kind: int) -> None:
-        super().__init__(family, kind)
+        # proto given, not left 0: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose
+        # proto says TCP, and the connections accepted inherit it. With Nagle on, hypercorn's
+        # three writes of one answer (HEADERS, DATA, END_STREAM) waited for the client's
+        # delayed ACK: ~40 ms a unary call (benchmarks/bench_unary.py).
+        super().__init__(family, kind, socket.IPPROTO_TCP)
         self.accepted: weakref.WeakSet[socket.socket] = weakref.WeakSet()
 
     def accept(self) -> tuple[socket.socket, Any]:
