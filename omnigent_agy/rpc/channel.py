@@ -2,8 +2,8 @@
 
 A unary call is a small JSON POST and its JSON answer (WIRE.md §1). Through httpx (its
 client, httpcore's connection pool and HTTP/2 layer, anyio's TLS stream, h2 underneath) one
-such call cost about 2.4 ms of CPU on the benchmark machine; the same call framed by h2 on
-asyncio's own TLS transport costs about a quarter of it (docs/performance.md). So the unary
+such call cost 2-3.5 ms of CPU on the benchmark machine; the same call framed by h2 on
+asyncio's own TLS transport costs a quarter to a third of it (docs/performance.md). So the unary
 calls keep their one connection here, and only the server streams go through httpx.
 
 The channel connects on first use and again after the connection ended (agy-sim's server

@@ -1,7 +1,7 @@
 """RpcConnection: agy's connect-RPC transport over TLS HTTP/2 on loopback (WIRE.md §1-§2).
 
 One persistent HTTP/2 connection carries every unary call (`channel.UnaryChannel`, h2 on
-asyncio: a quarter of httpx's CPU per call, docs/performance.md), so calls reuse one
+asyncio: a quarter to a third of httpx's CPU per call, docs/performance.md), so calls reuse one
 connection (DESIGN-NOTES §6). The connection is owned by ONE event loop: an HTTP/2
 connection driven from several threads resets itself (DESIGN-NOTES §10). Give each loop
 (the reader thread, the harness loop) its own client.

@@ -1,6 +1,9 @@
 """What the client makes of a server that breaks the protocol (httpx.MockTransport).
 
-Only these cases use a mock: a real server core does not misbehave on request.
+Only these cases use a mock: a real server core does not misbehave on request. With an
+injected transport the unary calls go through it instead of the unary channel and meet the
+same checks of the answer (status, media type, JSON); the channel's own connection-level
+faults are test_channel.py's, against a raw HTTP/2 server.
 """
 
 from __future__ import annotations
