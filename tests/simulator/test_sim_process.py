@@ -1060,7 +1060,7 @@ def test_history_steps_from_flag_and_environment() -> None:
 
 
 @pytest.mark.tmux
-def test_a_build_refusing_http1_gets_its_streams_over_http2(
+def test_a_build_refusing_http1_gets_its_calls_and_streams_over_http2(
     sims: SimLauncher, caplog: pytest.LogCaptureFixture
 ) -> None:
     sim = sims.launch(*FAST, "--sim-http2-only")
@@ -1073,7 +1073,8 @@ def test_a_build_refusing_http1_gets_its_streams_over_http2(
     assert refused.status_code == 501
 
     async def first_frames(client: RpcClient) -> list[str | None]:
-        versions = []
+        await client.heartbeat()  # unary calls speak only HTTP/2: nothing for agy to refuse
+        versions = [client.http_version]
         for _ in range(2):
             updates = client.stream_agent_state_updates(tui_cascade(sim), idle_timeout=20)
             async with contextlib.aclosing(updates):
@@ -1082,7 +1083,7 @@ def test_a_build_refusing_http1_gets_its_streams_over_http2(
         return versions
 
     with caplog.at_level("INFO", logger="omnigent_agy.rpc.connection"):
-        assert sim.rpc(first_frames) == ["HTTP/2", "HTTP/2"]
+        assert sim.rpc(first_frames) == ["HTTP/2", "HTTP/2", "HTTP/2"]
     # Refused once, remembered: the second stream went to HTTP/2 at once.
     assert [r.message for r in caplog.records].count(
         "agy refuses HTTP/1.1 (501): streams use HTTP/2 from now on"
