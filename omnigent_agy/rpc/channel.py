@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import ssl
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 import h2.config
 import h2.connection
@@ -96,14 +96,15 @@ class _Connection(asyncio.Protocol):
     # -- asyncio's callbacks -------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # Not an isinstance check: uvloop's transports (the loop omnigent's runner serves the
+        # harness on) implement asyncio.Transport without subclassing it.
+        self.transport = cast("asyncio.Transport", transport)
         tls = transport.get_extra_info("ssl_object")
         protocol = tls.selected_alpn_protocol() if tls is not None else None
         if protocol != "h2":  # agy's port N speaks HTTP/2 (WIRE.md §1); nothing else is agy
             self._not_h2 = str(protocol or "no protocol")
             self.closed = True
-            transport.abort()
+            self.transport.abort()
             return
         # Settings sent with the preface: no server push, and 16 MiB windows (per stream by
         # INITIAL_WINDOW_SIZE, for the connection by one increment) so answers need no
