@@ -1,6 +1,6 @@
-"""Run agy-sim (or the discovery tests' fake agy) as another user, posing as agy.
+"""Run agy-sim (or the discovery tests' fake agy, or a stranger's TLS server) as another user.
 
-    <venv>/bin/agy tests/_as_user.py UID GID HOME {sim|fake} ARGS...
+    <venv>/bin/agy tests/_as_user.py UID GID HOME {sim|fake|stranger} ARGS...
 
 Started by root (``foreign.py``) with ``argv[0]`` = the venv's ``bin/agy`` (as agy-sim's own
 re-exec does), so the process table shows what agy's does. The interpreter, its standard
@@ -39,6 +39,10 @@ _PRELOAD = (
 )
 
 
+# Test helpers run as the other user, by program name.
+_HELPERS = {"fake": "_fake_agy", "stranger": "_stranger_tls"}
+
+
 def _drop(uid: int, gid: int, home: Path) -> None:
     os.setgroups([])
     os.setresgid(gid, gid, gid)
@@ -52,13 +56,13 @@ def main() -> int:
     uid, gid, home, program, *args = sys.argv[1:]
     tests = Path(__file__).resolve().parent
     sys.path.insert(0, str(tests))
-    for name in (*_PRELOAD, "_fake_agy") if program == "fake" else _PRELOAD:
+    helper = _HELPERS.get(program)
+    for name in (*_PRELOAD, helper) if helper else _PRELOAD:
         importlib.import_module(name)
     _drop(int(uid), int(gid), Path(home))
-    if program == "fake":
-        fake = sys.modules["_fake_agy"]
+    if helper:
         sys.argv = [sys.argv[0], *args]
-        return int(fake.main())
+        return int(sys.modules[helper].main())
     simulator = sys.modules["omnigent_agy.simulator.__main__"]
     return int(simulator.main(args))
 

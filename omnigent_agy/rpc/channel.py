@@ -35,6 +35,7 @@ import h2.exceptions
 import h2.settings
 
 from omnigent_agy.rpc.errors import Code, ProtocolError
+from omnigent_agy.rpc.pinning import client_context
 
 __all__ = ["Answer", "NeverSentError", "UnaryChannel"]
 
@@ -324,15 +325,14 @@ class UnaryChannel:
         port: int,
         headers: dict[str, str],
         max_answer_bytes: int,
+        certificate: bytes | None = None,
     ) -> None:
         self._host = host
         self._port = port
         # Its own context: ALPN offers only h2 (httpx sets ALPN on the contexts it is given).
-        # Not verified: agy's certificate is self-signed, and the host is loopback
-        # (connection.ensure_loopback). No CA store is loaded (docs/performance.md).
-        self._ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        self._ssl.check_hostname = False
-        self._ssl.verify_mode = ssl.CERT_NONE
+        # It trusts only agy's pinned `certificate` (`pinning`): a stranger on the port fails
+        # the handshake, a NeverSentError, before the headers with the token are written.
+        self._ssl = client_context(certificate)
         self._ssl.set_alpn_protocols(["h2"])
         self._max_answer_bytes = max_answer_bytes
         authority = f"[{host}]" if ":" in host else host

@@ -6,8 +6,9 @@ connection (DESIGN-NOTES §6). The connection is owned by ONE event loop: an HTT
 connection driven from several threads resets itself (DESIGN-NOTES §10). Give each loop
 (the reader thread, the harness loop) its own client.
 
-agy's certificate is self-signed, so verification is off, which is only safe on loopback:
-the constructor refuses any other host.
+agy's certificate is self-signed: a client given the one discovery found on its port
+(``certificate``, `pinning`) trusts only that one; without it nothing is verified. Either way
+the constructor refuses any host but loopback.
 
 Each server stream (StreamAgentStateUpdates) gets a connection of its own, closed when
 the stream ends, through httpx, speaking HTTP/1.1 unless agy refuses it (see
@@ -56,6 +57,7 @@ from omnigent_agy.rpc.errors import (
     StreamStalled,
     code_from_http_status,
 )
+from omnigent_agy.rpc.pinning import client_context
 from omnigent_agy.rpc.retry import DEFAULT_RETRY, RetryPolicy
 from omnigent_agy.rpc.wire import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -225,6 +227,7 @@ class RpcConnection:
         retry: RetryPolicy = DEFAULT_RETRY,
         transport: httpx.AsyncBaseTransport | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        certificate: bytes | None = None,
     ) -> None:
         host = ensure_loopback(host)
         if not 0 < port < 65536:
@@ -240,18 +243,21 @@ class RpcConnection:
         if csrf_token:  # an empty token sends none (agy before 1.2.2 checks none, WIRE.md §1)
             self._headers[CSRF_HEADER] = csrf_token
         self._shared_transport = transport is not None
-        # Built once; verification is off because agy's certificate is self-signed. Not
-        # ssl.create_default_context(): loading the system's CA store (~0.1-0.2 s of CPU per
-        # client, docs/performance.md) is wasted when no certificate is verified.
-        self._ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        self._ssl.check_hostname = False
-        self._ssl.verify_mode = ssl.CERT_NONE
+        self.certificate: Final = certificate
+        # Built once per client. With `certificate` (agy's, pinned by discovery: `pinning`)
+        # only that one is trusted, so a stream's new connection to a port agy left is
+        # refused in the handshake; without it nothing is verified (loopback only).
+        self._ssl = client_context(certificate)
         self._http = self._new_http(transport)
         self._channel = (
             None
             if transport is not None
             else UnaryChannel(
-                host=host, port=port, headers=self._headers, max_answer_bytes=max_frame_bytes
+                host=host,
+                port=port,
+                headers=self._headers,
+                max_answer_bytes=max_frame_bytes,
+                certificate=certificate,
             )
         )
         self._stream_clients: set[httpx.AsyncClient] = set()

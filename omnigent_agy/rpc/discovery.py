@@ -9,7 +9,10 @@ agy picks a random port. Two ways to learn it, tried on every poll until a deadl
 
 Either way a port is used only if it is held by agy's process tree, owned by this user,
 and by no one else — the log may be stale or the port re-bound by a stranger — and only
-if ``Heartbeat`` answers 200 with our CSRF token. When the conversation id is known,
+if ``Heartbeat`` answers 200 with our CSRF token. Before the token is sent, the certificate
+served on the port is fetched and the owner checked again (`pin_port`); the probe and every
+client of the port found trust that certificate only (`pinning`), so a stranger binding the
+port later is refused in the TLS handshake. When the conversation id is known,
 ``GetConversationMetadata`` must know it too. agy's plain-HTTP port N+1 fails the TLS
 handshake and is skipped like any other non-RPC listener.
 
@@ -24,6 +27,7 @@ import enum
 import logging
 import os
 import re
+import ssl
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +37,7 @@ import psutil
 from omnigent_agy.rpc.client import TRANSIENT_CODES, RetryPolicy, RpcClient
 from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError
 from omnigent_agy.rpc.listeners import PortOwnership, is_port_owned_by, port_ownership
+from omnigent_agy.rpc.pinning import Pin, fetch_certificate
 
 __all__ = [
     "AgyExitedError",
@@ -44,8 +49,10 @@ __all__ = [
     "LogScanner",
     "LogWatcher",
     "PortNeverOpenedError",
+    "discover_pin",
     "discover_port",
     "is_port_owned_by",
+    "pin_port",
     "probe_port",
 ]
 
@@ -217,11 +224,17 @@ class Probe(enum.Enum):
 
 
 async def probe_port(
-    port: int, *, csrf_token: str, conversation_id: str | None = None, timeout: float = 2.0
+    port: int,
+    *,
+    csrf_token: str,
+    conversation_id: str | None = None,
+    timeout: float = 2.0,
+    certificate: bytes | None = None,
 ) -> Probe:
-    """Ask ``port`` for Heartbeat (and the conversation's metadata); one try each."""
+    """Ask ``port`` for Heartbeat (and the conversation's metadata); one try each, trusting
+    only ``certificate`` when given (a different one is NOT_RPC: nothing was sent)."""
     async with RpcClient(
-        port=port, csrf_token=csrf_token, timeout=timeout, retry=_ONE_TRY
+        port=port, csrf_token=csrf_token, timeout=timeout, retry=_ONE_TRY, certificate=certificate
     ) as client:
         try:
             await client.heartbeat()
@@ -244,6 +257,50 @@ def _classify(exc: RpcError, *, heartbeat_ok: bool) -> Probe:
     if heartbeat_ok:
         return Probe.UNKNOWN_CONVERSATION
     return Probe.NOT_RPC
+
+
+# -- pinning ---------------------------------------------------------------------------------
+
+
+async def pin_port(port: int, *, pid: int, log_file: Path | None, timeout: float = 2.0) -> Pin:
+    """``port`` with the certificate served there, checked to be agy's (``pid``'s tree's).
+
+    The owner is checked after the certificate was fetched: the caller saw agy hold the port
+    before, so agy held it throughout and the certificate is agy's. Raises
+    ForeignListenerError when someone else holds it now, OSError or ssl.SSLError when the
+    port speaks no TLS (agy's plain port N+1, or nothing listens).
+    """
+    certificate = await fetch_certificate(port, timeout=timeout)
+    if not await asyncio.to_thread(is_port_owned_by, port, pid):
+        raise ForeignListenerError(
+            f"port {port} is no longer held by agy (pid {pid}) alone", pid=pid, log_file=log_file
+        )
+    return Pin(port, certificate)
+
+
+async def _pinned_probe(
+    port: int,
+    *,
+    pid: int,
+    log_file: Path,
+    csrf_token: str,
+    conversation_id: str | None,
+    timeout: float,
+) -> tuple[Probe, Pin | None]:
+    try:
+        pin = await pin_port(port, pid=pid, log_file=log_file, timeout=timeout)
+    except ForeignListenerError:
+        return Probe.NOT_RPC, None
+    except (OSError, ssl.SSLError):  # no TLS there: not agy's RPC port
+        return Probe.NOT_RPC, None
+    outcome = await probe_port(
+        port,
+        csrf_token=csrf_token,
+        conversation_id=conversation_id,
+        timeout=timeout,
+        certificate=pin.certificate,
+    )
+    return outcome, pin
 
 
 # -- discovery -------------------------------------------------------------------------------
@@ -313,6 +370,29 @@ async def discover_port(
     probe_timeout: float = 2.0,
 ) -> int:
     """The TLS port of agy ``pid``, waiting up to ``deadline`` seconds for it to come up."""
+    pin = await discover_pin(
+        pid=pid,
+        log_file=log_file,
+        csrf_token=csrf_token,
+        conversation_id=conversation_id,
+        deadline=deadline,
+        poll_interval=poll_interval,
+        probe_timeout=probe_timeout,
+    )
+    return pin.port
+
+
+async def discover_pin(
+    *,
+    pid: int,
+    log_file: Path,
+    csrf_token: str,
+    conversation_id: str | None = None,
+    deadline: float,
+    poll_interval: float = 0.2,
+    probe_timeout: float = 2.0,
+) -> Pin:
+    """`discover_port`'s port with agy's certificate on it, for clients to trust alone."""
     started = time.monotonic()
     stop_at = started + deadline
     watcher = LogWatcher(log_file)
@@ -328,16 +408,18 @@ async def discover_port(
         ownership = await asyncio.to_thread(port_ownership, pid)
         for port in _candidates(ownership, announced, seen):
             remaining = stop_at - time.monotonic()
-            outcome = await probe_port(
+            outcome, pin = await _pinned_probe(
                 port,
+                pid=pid,
+                log_file=log_file,
                 csrf_token=csrf_token,
                 conversation_id=conversation_id,
                 timeout=max(0.2, min(probe_timeout, remaining)),
             )
             seen.outcomes[port] = outcome
             logger.debug("agy pid %s port %s: %s", pid, port, outcome.value)
-            if outcome is Probe.OK:
-                return port
+            if outcome is Probe.OK and pin is not None:
+                return pin
             if outcome is Probe.CSRF_REJECTED and _own_port(ownership, port):
                 # agy itself refused the token it was started with: waiting cannot heal
                 # that. (A descendant refusing it may be something else agy runs.)

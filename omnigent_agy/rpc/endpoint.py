@@ -30,14 +30,17 @@ from tenacity import AsyncRetrying, retry_if_exception
 from omnigent_agy.rpc.channel import NeverSentError
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.errors import AgyError, Code, CsrfError, ProtocolError, RpcError
+from omnigent_agy.rpc.pinning import Pin
 from omnigent_agy.rpc.retry import RetryPolicy, is_transient
 
 __all__ = ["AgyEndpoint", "FollowingClient", "Locator", "never_sent"]
 
 _logger = logging.getLogger(__name__)
 
-Locator = Callable[[], Awaitable[int]]
-"""Finds agy again (discovery): its port now, or a DiscoveryError. Runs on the caller's loop."""
+Locator = Callable[[], Awaitable[Pin | int]]
+"""Finds agy again (discovery): its port now with the certificate agy serves there
+(`discovery.discover_pin`; a bare port is trusted unverified), or a DiscoveryError. Runs on
+the caller's loop."""
 
 
 def never_sent(exc: RpcError) -> bool:
@@ -76,13 +79,25 @@ _GARBLED_TRIES = 3
 
 
 class AgyEndpoint:
-    """The port of one agy process now, and finding it again; safe from any thread."""
+    """The port of one agy process now, and finding it again; safe from any thread.
+
+    With `certificate` (agy's on `port`, `discovery.pin_port`) every client trusts only the
+    certificate discovery found on its port: a stranger that took over a port agy left fails
+    the TLS handshake before a request is written (`pinning`), which `run` follows as a move.
+    """
 
     def __init__(
-        self, *, port: int, csrf_token: str, locate: Locator | None = None, timeout: float = 10.0
+        self,
+        *,
+        port: int,
+        csrf_token: str,
+        locate: Locator | None = None,
+        timeout: float = 10.0,
+        certificate: bytes | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._port = port
+        self._certificates: dict[int, bytes | None] = {port: certificate}
         self._token = csrf_token
         self._locate = locate
         self._timeout = timeout
@@ -96,6 +111,11 @@ class AgyEndpoint:
     def port(self) -> int:
         with self._lock:
             return self._port
+
+    def certificate(self, port: int | None = None) -> bytes | None:
+        """The certificate pinned on `port` (default: the port now); None: not pinned."""
+        with self._lock:
+            return self._certificates.get(self._port if port is None else port)
 
     @property
     def csrf_token(self) -> str:
@@ -112,12 +132,17 @@ class AgyEndpoint:
         self._on_move.append(callback)
 
     def new_client(self, port: int | None = None) -> RpcClient:
-        """A new client for the port now (or `port`); the caller owns it and its loop."""
+        """A new client for the port now (or `port`), trusting only the certificate pinned
+        on it; the caller owns it and its loop."""
+        with self._lock:
+            port = self._port if port is None else port
+            certificate = self._certificates.get(port)
         return RpcClient(
-            port=self.port if port is None else port,
+            port=port,
             csrf_token=self._token,
             timeout=self._timeout,
             retry=_RETRY,
+            certificate=certificate,
         )
 
     async def relocate(self, failed_port: int) -> int:
@@ -132,11 +157,16 @@ class AgyEndpoint:
                 return self._port
         if self._locate is None:
             return failed_port
-        port = await self._locate()
+        found = await self._locate()
+        pin = found if isinstance(found, Pin) else Pin(found)
+        port = pin.port
         with self._lock:
-            moved = port != self._port
+            # A new certificate on the same port (agy restarted there) is a move too: the
+            # clients trusting the old one must be made again.
+            moved = port != self._port or pin.certificate != self._certificates.get(port)
             if moved:
                 self._port = port
+                self._certificates[port] = pin.certificate
                 self._moves += 1
         if moved:
             _logger.info("agy's language server moved to a new port; following it")
@@ -168,7 +198,7 @@ class FollowingClient:
         self._loop = loop
         client = self._client
         port = self.endpoint.port
-        if client is not None and client.port == port:
+        if client is not None and self._current(client):
             return client
         self._client = self.endpoint.new_client(port)
         if client is not None:
@@ -177,6 +207,12 @@ class FollowingClient:
             else:
                 await client.aclose()
         return self._client
+
+    def _current(self, client: RpcClient) -> bool:
+        """Whether `client` talks to the endpoint's port now, trusting its certificate now."""
+        return client.port == self.endpoint.port and (
+            client.certificate == self.endpoint.certificate(client.port)
+        )
 
     async def run[T](
         self, call: Callable[[RpcClient], Awaitable[T]], *, resend_safe: bool = True
@@ -205,7 +241,7 @@ class FollowingClient:
         except RpcError as exc:
             if exc.code is not Code.UNAVAILABLE and exc.code is not Code.DEADLINE_EXCEEDED:
                 raise
-            if not await self._moved(client.port, exc):
+            if not await self._moved(client, exc):
                 raise
             if not (resend_safe or never_sent(exc)):
                 raise  # the caller re-checks agy's state; the next call uses the new port
@@ -223,12 +259,13 @@ class FollowingClient:
                 self._retired.remove(client)
                 await client.aclose()
 
-    async def _moved(self, failed_port: int, exc: RpcError) -> bool:
+    async def _moved(self, failed: RpcClient, exc: RpcError) -> bool:
         try:
-            return await self.endpoint.relocate(failed_port) != failed_port
+            await self.endpoint.relocate(failed.port)
         except AgyError as lookup:
             _logger.info("agy not found on another port after %s: %s", exc.code.value, lookup)
             return False
+        return not self._current(failed)
 
     async def aclose(self) -> None:
         clients = [*self._retired, *([self._client] if self._client is not None else [])]

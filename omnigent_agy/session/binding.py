@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,9 +42,10 @@ from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.reader import CascadeReader, ReaderEvent, ReaderSettings
 from omnigent_agy.reading.sink import EventSink
 from omnigent_agy.reading.steps import obj
-from omnigent_agy.rpc.discovery import discover_port
+from omnigent_agy.rpc.discovery import DiscoveryError, discover_pin, pin_port
 from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient
 from omnigent_agy.rpc.errors import AgyError, RpcError
+from omnigent_agy.rpc.pinning import Pin
 from omnigent_agy.session.home import AgyHome
 
 __all__ = ["AgyBinding", "PreflightError", "SessionError", "SessionSettings", "untouched"]
@@ -266,7 +268,15 @@ class AgyBinding:
         follows; the old client is closed when it belongs to this loop (else it went with
         its loop)."""
         self._agy = agy
-        endpoint = AgyEndpoint(port=agy.port, csrf_token=agy.csrf_token, locate=self._rediscover)
+        pin = await self._pin(agy)
+        if pin.port != agy.port:
+            self._moved(agy, pin.port)
+        endpoint = AgyEndpoint(
+            port=pin.port,
+            csrf_token=agy.csrf_token,
+            locate=self._rediscover,
+            certificate=pin.certificate,
+        )
         endpoint.on_move(lambda port: self._moved(agy, port))
         self._endpoint = endpoint
         old, self._client = self._client, None
@@ -326,11 +336,21 @@ class AgyBinding:
             return False
         return True
 
-    async def _rediscover(self) -> int:
-        """Where agy listens now (the endpoint asks, on whichever loop failed first)."""
+    async def _pin(self, agy: AgyProcess) -> Pin:
+        """agy's port (found by the launch or re-attach just now) with the certificate agy
+        serves there, which the session's clients trust alone; found again if agy left it."""
+        try:
+            return await pin_port(agy.port, pid=agy.pid, log_file=agy.log_file)
+        except (DiscoveryError, OSError, ssl.SSLError) as exc:
+            _logger.info("agy's port %s could not be pinned (%s); looking again", agy.port, exc)
+        return await self._rediscover()
+
+    async def _rediscover(self) -> Pin:
+        """Where agy listens now with its certificate there (the endpoint asks, on whichever
+        loop failed first)."""
         agy = self._agy
         assert agy is not None
-        return await discover_port(
+        return await discover_pin(
             pid=agy.pid, log_file=agy.log_file, csrf_token=agy.csrf_token, deadline=5.0
         )
 
