@@ -303,7 +303,7 @@ class SimProcess:
             signal.SIGUSR1: self._restart_requested.set,
         }
         for signum, action in actions.items():
-            loop.add_signal_handler(signum, action)
+            loop.add_signal_handler(signum, _logged(signum, action))
 
     def _engine_settings(self) -> EngineSettings:
         options = self.options
@@ -362,6 +362,16 @@ def resolve_tui_model(model: str | None, effort: str | None) -> str:
             raise ValueError(f"{base} has no {effort!r} effort variant")
         chosen = variant
     return chosen.model
+
+
+def _logged(signum: signal.Signals, action: Callable[[], None]) -> Callable[[], None]:
+    """``action``, logging the signal first: an agy-sim that stopped says why."""
+
+    def handle() -> None:
+        _log.info("got %s", signum.name)
+        action()
+
+    return handle
 
 
 async def _start_mcp(mcp: McpHost, tui: Tui) -> None:

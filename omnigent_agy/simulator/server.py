@@ -88,8 +88,8 @@ class _Listener(socket.socket):
     deadline), and the server's handshake then waits for hypercorn's
     ``ssl_handshake_timeout``, 60 s. Idle keep-alive connections are no better: closing a
     TLS connection waits for the peer's close_notify, which an httpx client answers only
-    while reading. Ending the socket (``shutdown``) makes asyncio see the end of the
-    connection whatever state its TLS is in.
+    while reading (bounded by ``_shorten_tls_shutdown`` below). Ending the socket
+    (``shutdown``) makes asyncio see the end of the connection whatever state its TLS is in.
     """
 
     def __init__(self, family: int, kind: int) -> None:
@@ -115,6 +115,39 @@ class _Listener(socket.socket):
                 conn.shutdown(socket.SHUT_RDWR)
                 ended += 1
         return ended
+
+
+def _shorten_tls_shutdown(loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+    """Make TLS servers created on ``loop`` give up on a peer's close_notify after ``timeout``.
+
+    hypercorn stops only once every connection is gone (asyncio's ``Server.wait_closed``
+    waits for them), and closing a TLS connection waits for the peer's close_notify, 30 s
+    by default. An httpx client answers it only while reading, and a pooled idle
+    connection is not read; ending the socket (``_Listener.end_connections``) does not
+    help while asyncio has paused reading it. hypercorn does not pass
+    ``ssl_shutdown_timeout`` on, hence this default added to the loop (idempotent; it only
+    fills in a value nobody gave).
+    """
+    if getattr(loop.create_server, "_short_tls_shutdown", False):
+        return
+    create_server = loop.create_server
+
+    async def create_server_with_short_tls_shutdown(*args: Any, **kwargs: Any) -> asyncio.Server:
+        if kwargs.get("ssl") is not None:
+            kwargs.setdefault("ssl_shutdown_timeout", timeout)
+        return await create_server(*args, **kwargs)
+
+    create_server_with_short_tls_shutdown._short_tls_shutdown = True  # type: ignore[attr-defined]
+    loop.create_server = create_server_with_short_tls_shutdown  # type: ignore[method-assign]
+
+
+def _quiet_tls_shutdown_timeouts(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Expected at stop (see _shorten_tls_shutdown): logged at debug, the rest as usual."""
+    exception = context.get("exception")
+    if isinstance(exception, TimeoutError) and "SSL shutdown" in str(exception):
+        logger.debug("a client did not answer TLS close_notify; connection aborted")
+        return
+    loop.default_exception_handler(context)
 
 
 class _OwnSockets(Config):
@@ -240,6 +273,10 @@ class TlsConnectServer:
             # let it: after our grace, end the calls still running and their connections.
             asyncio.get_running_loop().call_later(self._graceful_timeout, end_stragglers)
 
+        loop = asyncio.get_running_loop()
+        _shorten_tls_shutdown(loop, self._graceful_timeout)
+        if loop.get_exception_handler() is None:  # agy-sim's log: no traceback at every stop
+            loop.set_exception_handler(_quiet_tls_shutdown_timeouts)
         try:
             await hypercorn_serve(
                 cast(Any, served), config, shutdown_trigger=shutdown_trigger, mode="asgi"
