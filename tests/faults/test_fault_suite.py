@@ -9,7 +9,7 @@ streams, while a card waits, while an approved command runs) and the harness bei
 a new one that re-attaches and reads on from the durable cursor. `faultmix.check` states what
 each trial must satisfy.
 
-Repeat a run: ``OMNIGENT_AGY_FAULT_SEED=<seed> scripts/test -e tests -- tests/faults``. The seed
+Repeat a run: ``OMNIGENT_AGY_FAULT_SEED=<seed> scripts/test -e faults``. The seed
 of every run is in the failure message and in .artifacts/faults/suite.json, with the counts
 (trials, faults planned, faults fired by agy-sim, failures; chunk c uses seed + c).
 ``OMNIGENT_AGY_FAULT_TRIALS`` sets the number of trials (default 200, split over the chunks).
@@ -18,6 +18,7 @@ of every run is in the failure message and in .artifacts/faults/suite.json, with
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -33,7 +34,6 @@ import pytest
 from conftest import REPO_ROOT
 from faultmix import (
     Conversation,
-    SimulatorStuckError,
     Tally,
     check,
     draw_trial,
@@ -44,8 +44,6 @@ from faultmix import (
 
 from omnigent_agy.agy.terminal import TerminalHost
 
-# Out of the default run until agy-sim's own restart stops hanging about once in 200 trials
-# (docs/reliability.md): a random seed then fails the suite for the simulator's sake.
 pytestmark = [pytest.mark.tmux, pytest.mark.fault_suite]
 
 CHUNKS = 4
@@ -82,6 +80,10 @@ def conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[l
                 talk.close()
         if talks:
             talks[0].kill_agy()
+        talks.clear()
+        # The sockets the replaced harnesses left behind (see the test's filterwarnings) are
+        # reclaimed here, under this test's filters, not in whichever test runs next.
+        gc.collect()
 
 
 def run_chunk(conversation: Conversation, seed: int, count: int) -> Tally:
@@ -102,9 +104,6 @@ def run_chunk(conversation: Conversation, seed: int, count: int) -> Tally:
                 turn = play(conversation, trial)
                 conversation.set_faults([])
                 check(conversation, trial, turn)
-            except SimulatorStuckError as exc:
-                tally.stuck.append(f"seed {seed} trial {number}: {exc}")
-                conversation.set_faults([])
             except Exception as exc:
                 tally.failures.append(
                     f"seed {seed} trial {number} ({trial.scenario}, {trial.labels}): "
@@ -134,6 +133,9 @@ def test_every_committed_step_reaches_omnigent_exactly_once(
 ) -> None:
     caplog.set_level(logging.INFO, logger="omnigent_agy")
     counts = [TRIALS // CHUNKS + (1 if c < TRIALS % CHUNKS else 0) for c in range(CHUNKS)]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    # Written first, so that a run cut short (pytest's timeout) still names its seed.
+    (ARTIFACTS / "suite.json").write_text(json.dumps({"seed": SEED, "running": True}) + "\n")
     with ThreadPoolExecutor(max_workers=CHUNKS) as pool:
         tallies = list(
             pool.map(run_chunk, conversations, [SEED + c for c in range(CHUNKS)], counts)
@@ -141,7 +143,6 @@ def test_every_committed_step_reaches_omnigent_exactly_once(
     total = Tally()
     for tally in tallies:
         total.add(tally)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     report = {"seed": SEED, "chunks": CHUNKS, **total.as_json()}
     (ARTIFACTS / "suite.json").write_text(json.dumps(report, indent=2) + "\n")
     assert not total.failures, (
@@ -149,8 +150,6 @@ def test_every_committed_step_reaches_omnigent_exactly_once(
         f"OMNIGENT_AGY_FAULT_SEED={SEED}):\n" + "\n".join(total.failures)
     )
     assert total.trials == TRIALS
-    # agy-sim's own restart sometimes hangs (rarely); many such trials would test nothing.
-    assert len(total.stuck) <= max(2, TRIALS // 50), total.stuck
     assert sum(total.fired.values()) > 0, "no fault fired: the suite tested nothing"
     assert_secrets_kept(conversations, caplog.text, tmp_path)
 
