@@ -40,6 +40,7 @@ from omnigent.harnesses.antigravity_native import rpc as builtin_rpc
 
 from omnigent_agy.rpc.connection import CSRF_HEADER, SERVICE
 from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient
+from omnigent_agy.rpc.pinning import fetch_certificate
 
 METHOD = "GetAllCascadeTrajectories"
 
@@ -60,7 +61,10 @@ async def measure(server: FrameServer, calls: int, call: Callable[[], Awaitable[
 
 
 async def plugin(server: FrameServer, calls: int) -> Figures:
-    client = FollowingClient(AgyEndpoint(port=server.port, csrf_token=server.token))
+    # Pinned to the server's certificate, as discovery pins agy's (rpc/pinning.py).
+    certificate = await fetch_certificate(server.port)
+    endpoint = AgyEndpoint(port=server.port, csrf_token=server.token, certificate=certificate)
+    client = FollowingClient(endpoint)
     try:
         return await measure(server, calls, lambda: client.run(_trajectories))
     finally:

@@ -35,7 +35,7 @@ import h2.exceptions
 import h2.settings
 
 from omnigent_agy.rpc.errors import Code, ProtocolError
-from omnigent_agy.rpc.pinning import client_context
+from omnigent_agy.rpc.pinning import shared_context
 
 __all__ = ["Answer", "NeverSentError", "UnaryChannel"]
 
@@ -329,11 +329,10 @@ class UnaryChannel:
     ) -> None:
         self._host = host
         self._port = port
-        # Its own context: ALPN offers only h2 (httpx sets ALPN on the contexts it is given).
+        # Not httpx's context: ALPN offers only h2 (httpx sets ALPN on the contexts it is given).
         # It trusts only agy's pinned `certificate` (`pinning`): a stranger on the port fails
         # the handshake, a NeverSentError, before the headers with the token are written.
-        self._ssl = client_context(certificate)
-        self._ssl.set_alpn_protocols(["h2"])
+        self._ssl = shared_context(certificate, ("h2",))
         self._max_answer_bytes = max_answer_bytes
         authority = f"[{host}]" if ":" in host else host
         self._base_headers: Final = [
