@@ -124,6 +124,7 @@ def _move(sim: Sim) -> int:
 
 def _reached_only_the_handshake(stranger: Stranger) -> None:
     seen = wait_for(stranger.connections, "the stranger to see the connection end")
+    assert len(seen) == 1, seen  # the one new connection; discovery never asked it
     assert stranger.received() == b"", "request bytes reached the stranger"
     assert all(c["bytes"] == 0 for c in seen), seen
     assert all(c["handshake"] != "ok" for c in seen), f"a handshake with the stranger: {seen}"
