@@ -135,13 +135,15 @@ class Follower:
             if follow.trajectory_id is None and isinstance(step, Mapping):
                 follow.trajectory_id = step_key(step).trajectory_id or None
             for event in map_step(state, step, absolute_index=index):
-                if not _is_growth(event):  # a delta is not durable and never ends a turn
+                # A delta is not durable and never ends a turn (the type test first: a frame
+                # of a growing answer is nothing but one delta).
+                if type(event) not in _DELTAS and not _is_growth(event):
                     durable = True
                     self._track_turn(event)
                 self._sink.publish(event)
         # A step that commits without an event (a quiet step without usage) is not worth a
         # write: a restart maps it again to nothing.
-        if self._maybe_end_turn() or durable:
+        if (follow.status == IDLE and self._maybe_end_turn()) or durable:
             self.save_cursor()
 
     # --- the turn -----------------------------------------------------------------------------
@@ -187,6 +189,9 @@ class Follower:
             self._cursor.save(self.follow.state, {"turn": self.follow.turn.to_json()})
         except OSError as exc:
             _logger.warning("could not save the reader's cursor: %s", exc)
+
+
+_DELTAS: Final = frozenset({TextDelta, ReasoningDelta})
 
 
 def _is_growth(event: Event) -> bool:

@@ -50,6 +50,7 @@ from omnigent_agy.reading.events import (
 from omnigent_agy.reading.gate_retries import TIMED_OUT, GateRetries
 from omnigent_agy.reading.indexset import IndexSet
 from omnigent_agy.reading.steps import (
+    SETTLED_STATUSES,
     JsonObject,
     StepKey,
     StepStatus,
@@ -58,13 +59,13 @@ from omnigent_agy.reading.steps import (
     metadata,
     obj,
     parse_model_usage,
+    parse_step_status,
+    parse_step_type,
     requested_interaction,
     seq,
     step_error_text,
     step_key,
     step_payload,
-    step_status,
-    step_type,
     text,
 )
 from omnigent_agy.reading.tool_steps import (
@@ -230,8 +231,8 @@ def map_step(state: MapperState, step: object, *, absolute_index: int | None) ->
     if state.is_committed(key):
         return []
     events: list[Event] = []
-    kind = step_type(step)
-    status = step_status(step)
+    kind = parse_step_type(step.get("type"))
+    status = parse_step_status(step.get("status"))
     if kind in _ENDS_RETRIES:
         _give_up_retries(state, key, events)
     if kind == StepType.USER_INPUT:
@@ -244,7 +245,7 @@ def map_step(state: MapperState, step: object, *, absolute_index: int | None) ->
     elif kind not in _QUIET_TYPES:
         _note_model(state, text(metadata(step).get("generatorModel")), key, "generator", events)
         _map_tool(state, step, key=key, kind=kind, status=status, events=events)
-    if is_settled(status) or (kind == StepType.ERROR_MESSAGE and events):
+    if status in SETTLED_STATUSES or (kind == StepType.ERROR_MESSAGE and events):
         usage = parse_model_usage(metadata(step).get("modelUsage"))
         if usage is not None:
             events.append(UsageReported(key=key, usage=usage))
@@ -290,7 +291,7 @@ def _map_user_input(
 def _map_planner(
     state: MapperState, step: JsonObject, key: StepKey, status: str, events: list[Event]
 ) -> None:
-    response = step_payload(step)
+    response = obj(step.get("plannerResponse"))  # its step_payload, without working it out
     stream = state._streams.get(key)
     opened = stream is None
     if stream is None:
@@ -308,7 +309,7 @@ def _map_planner(
         offset = _splice_offset(stream.text, said)
         events.append(TextDelta(key, offset, said[offset:]))
         stream.text = said
-    if not is_settled(status):
+    if status not in SETTLED_STATUSES:
         if opened:
             state._streams[key] = stream
         return
