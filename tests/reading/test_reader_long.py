@@ -7,6 +7,7 @@ asks only for what it needs and still reads a full replay when it must.
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import time
 from collections.abc import AsyncGenerator, Iterator
@@ -179,3 +180,19 @@ def test_the_long_history_is_what_the_simulator_reports(sim: Sim) -> None:
 async def _with_client(sim: Sim, scenario: Any) -> Any:
     async with sim.client() as client:
         return await scenario(client)
+
+
+def test_the_whole_history_arrives_in_one_unary_answer_past_the_connection_window(
+    sim: Sim,
+) -> None:
+    # All 20,000 steps in one GetCascadeTrajectorySteps answer: tens of MB, past the unary
+    # channel's 16 MiB receive window, so it arrives only if the channel hands the window back.
+    cascade, _ = tui_cascade(sim)
+
+    async def go(client: RpcClient) -> list[dict[str, Any]]:
+        return await client.get_cascade_trajectory_steps(cascade, step_offset=0)
+
+    steps = asyncio.run(_with_client(sim, go))
+    assert len(steps) >= HISTORY
+    assert len(json.dumps(steps)) > 16 * 1024 * 1024
+    assert steps[0]["type"] == "CORTEX_STEP_TYPE_USER_INPUT"
