@@ -43,11 +43,14 @@ from omnigent_agy.rpc.discovery import (
     DiscoveryError,
     PortNeverOpenedError,
     Probe,
+    discover_pin,
     discover_port,
+    pin_if_ours,
     probe_port,
 )
 from omnigent_agy.rpc.errors import AgyError, RpcError
 from omnigent_agy.rpc.listeners import is_port_owned_by
+from omnigent_agy.rpc.pinning import Pin
 
 __all__ = [
     "AgyLaunchSpec",
@@ -210,7 +213,7 @@ async def wait_ready(
     """
     started = time.monotonic()
     try:
-        port = await discover_port(
+        pin = await discover_pin(
             pid=pid,
             log_file=log_file,
             csrf_token=csrf_token,
@@ -218,10 +221,11 @@ async def wait_ready(
             deadline=deadline,
             poll_interval=poll_interval,
         )
+        port = pin.port
         if ready_check is not None:
             stop_at = started + deadline
             await _wait_check(
-                port,
+                pin,
                 csrf_token,
                 check=ready_check,
                 stop_at=stop_at,
@@ -240,7 +244,7 @@ async def wait_ready(
 
 
 async def _wait_check(
-    port: int,
+    pin: Pin,
     token: str,
     *,
     check: ReadyCheck,
@@ -249,7 +253,10 @@ async def _wait_check(
     pid: int,
     log_file: Path,
 ) -> None:
-    async with RpcClient(port=port, csrf_token=token, retry=RetryPolicy(attempts=1)) as client:
+    port = pin.port
+    async with RpcClient(
+        port=port, csrf_token=token, retry=RetryPolicy(attempts=1), certificate=pin.certificate
+    ) as client:
         while True:
             with contextlib.suppress(RpcError):
                 if await check(client):
@@ -400,7 +407,16 @@ async def reattach(
 async def _answers(port: int, pid: int, record: AgyRecord) -> bool:
     if not await asyncio.to_thread(is_port_owned_by, port, pid):
         return False
-    probe = await probe_port(port, csrf_token=record.csrf_token, conversation_id=record.cascade_id)
+    # Pinned: a stranger taking the port after the check above gets no token (rpc/pinning).
+    pin = await pin_if_ours(port, pid=pid, log_file=Path(record.log_file))
+    if pin is None:
+        return False
+    probe = await probe_port(
+        port,
+        csrf_token=record.csrf_token,
+        conversation_id=record.cascade_id,
+        certificate=pin.certificate,
+    )
     return probe is Probe.OK
 
 

@@ -40,6 +40,7 @@ from omnigent_agy.agy.running import RunningAgy, list_running, now, stop_running
 from omnigent_agy.agy.statedir import default_state_base
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
+from omnigent_agy.rpc.discovery import pin_if_ours
 from omnigent_agy.rpc.errors import AgyError, RpcError
 from omnigent_agy.rpc.listeners import is_port_owned_by
 
@@ -183,10 +184,18 @@ async def _view(agy: RunningAgy) -> _AgyView:
         # Another user's agy, or its port taken over since: our token goes to no one else.
         logger.debug("not asking port %s: not held by the agy of %s alone", record.port, agy.key)
         return _AgyView()
+    # Pinned: a stranger taking the port after the check above gets no token (rpc/pinning).
+    pin = await pin_if_ours(record.port, pid=agy.pid, log_file=None)
+    if pin is None:
+        return _AgyView()
     retry = RetryPolicy(attempts=1, deadline=_PROBE_TIMEOUT)
     try:
         async with RpcClient(
-            port=record.port, csrf_token=record.csrf_token, timeout=_PROBE_TIMEOUT, retry=retry
+            port=record.port,
+            csrf_token=record.csrf_token,
+            timeout=_PROBE_TIMEOUT,
+            retry=retry,
+            certificate=pin.certificate,
         ) as client:
             try:
                 if record.cascade_id:

@@ -52,6 +52,7 @@ __all__ = [
     "discover_pin",
     "discover_port",
     "is_port_owned_by",
+    "pin_if_ours",
     "pin_port",
     "probe_port",
 ]
@@ -276,6 +277,15 @@ async def pin_port(port: int, *, pid: int, log_file: Path | None, timeout: float
             f"port {port} is no longer held by agy (pid {pid}) alone", pid=pid, log_file=log_file
         )
     return Pin(port, certificate)
+
+
+async def pin_if_ours(port: int, *, pid: int, log_file: Path | None) -> Pin | None:
+    """`pin_port`, or None when the port is not agy's alone or speaks no TLS."""
+    try:
+        return await pin_port(port, pid=pid, log_file=log_file)
+    except (ForeignListenerError, OSError, ssl.SSLError) as exc:
+        logger.debug("port %s not pinned: %s", port, exc)
+        return None
 
 
 async def _pinned_probe(

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,7 +41,7 @@ from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.reader import CascadeReader, ReaderEvent, ReaderSettings
 from omnigent_agy.reading.sink import EventSink
 from omnigent_agy.reading.steps import obj
-from omnigent_agy.rpc.discovery import DiscoveryError, discover_pin, pin_port
+from omnigent_agy.rpc.discovery import discover_pin, pin_if_ours
 from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient
 from omnigent_agy.rpc.errors import AgyError, RpcError
 from omnigent_agy.rpc.pinning import Pin
@@ -339,10 +338,10 @@ class AgyBinding:
     async def _pin(self, agy: AgyProcess) -> Pin:
         """agy's port (found by the launch or re-attach just now) with the certificate agy
         serves there, which the session's clients trust alone; found again if agy left it."""
-        try:
-            return await pin_port(agy.port, pid=agy.pid, log_file=agy.log_file)
-        except (DiscoveryError, OSError, ssl.SSLError) as exc:
-            _logger.info("agy's port %s could not be pinned (%s); looking again", agy.port, exc)
+        pin = await pin_if_ours(agy.port, pid=agy.pid, log_file=agy.log_file)
+        if pin is not None:
+            return pin
+        _logger.info("agy's port %s is no longer agy's alone; looking again", agy.port)
         return await self._rediscover()
 
     async def _rediscover(self) -> Pin:
