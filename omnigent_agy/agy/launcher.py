@@ -44,7 +44,6 @@ from omnigent_agy.rpc.discovery import (
     PortNeverOpenedError,
     Probe,
     discover_pin,
-    discover_port,
     pin_if_ours,
     probe_port,
 )
@@ -380,13 +379,14 @@ async def reattach(
     port = record.port
     if port is None or not await _answers(port, pid, record):
         try:
-            port = await discover_port(
+            pin = await discover_pin(
                 pid=pid,
                 log_file=Path(record.log_file),
                 csrf_token=record.csrf_token,
                 conversation_id=record.cascade_id,
                 deadline=deadline,
             )
+            port = pin.port
         except DiscoveryError as exc:
             logger.warning("cannot re-attach to agy pid %s: %s", pid, exc.args[0])
             return None

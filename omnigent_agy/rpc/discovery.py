@@ -50,7 +50,6 @@ __all__ = [
     "LogWatcher",
     "PortNeverOpenedError",
     "discover_pin",
-    "discover_port",
     "is_port_owned_by",
     "pin_if_ours",
     "pin_port",
@@ -369,29 +368,6 @@ def _candidates(ownership: PortOwnership, announced: Announcement | None, seen: 
     return ports
 
 
-async def discover_port(
-    *,
-    pid: int,
-    log_file: Path,
-    csrf_token: str,
-    conversation_id: str | None = None,
-    deadline: float,
-    poll_interval: float = 0.2,
-    probe_timeout: float = 2.0,
-) -> int:
-    """The TLS port of agy ``pid``, waiting up to ``deadline`` seconds for it to come up."""
-    pin = await discover_pin(
-        pid=pid,
-        log_file=log_file,
-        csrf_token=csrf_token,
-        conversation_id=conversation_id,
-        deadline=deadline,
-        poll_interval=poll_interval,
-        probe_timeout=probe_timeout,
-    )
-    return pin.port
-
-
 async def discover_pin(
     *,
     pid: int,
@@ -402,7 +378,8 @@ async def discover_pin(
     poll_interval: float = 0.2,
     probe_timeout: float = 2.0,
 ) -> Pin:
-    """`discover_port`'s port with agy's certificate on it, for clients to trust alone."""
+    """The TLS port of agy ``pid`` with the certificate agy serves there (for its clients to
+    trust alone), waiting up to ``deadline`` seconds for it to come up."""
     started = time.monotonic()
     stop_at = started + deadline
     watcher = LogWatcher(log_file)

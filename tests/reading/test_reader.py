@@ -44,7 +44,7 @@ from omnigent_agy.reading.reader import (
 )
 from omnigent_agy.reading.sink import QueueSink
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.discovery import AgyExitedError, discover_port
+from omnigent_agy.rpc.discovery import AgyExitedError, discover_pin
 
 pytestmark = pytest.mark.tmux
 
@@ -569,9 +569,10 @@ def test_the_reader_stops_once_agys_process_is_gone(tmp_path: Path) -> None:
         pid, log_file = doomed.pid, doomed.log
 
         async def locate() -> int:
-            return await discover_port(
+            found = await discover_pin(
                 pid=pid, log_file=log_file, csrf_token=doomed.token or "", deadline=2.0
             )
+            return found.port
 
         reader, collected = start_reader(doomed, cascade, resolve_port=locate)
         try:

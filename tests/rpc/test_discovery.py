@@ -29,7 +29,7 @@ from omnigent_agy.rpc.discovery import (
     LogWatcher,
     PortNeverOpenedError,
     Probe,
-    discover_port,
+    discover_pin,
     probe_port,
 )
 from omnigent_agy.rpc.listeners import Listener, is_port_owned_by, port_ownership
@@ -199,7 +199,7 @@ def _discover(**kwargs: Any) -> int:
     kwargs.setdefault("csrf_token", TOKEN)
     kwargs.setdefault("deadline", 30.0)
     kwargs.setdefault("poll_interval", 0.05)
-    return asyncio.run(discover_port(**kwargs))
+    return asyncio.run(discover_pin(**kwargs)).port
 
 
 def _wait_until(predicate: Callable[[], object], timeout: float = 10.0) -> None:

@@ -24,7 +24,7 @@ import pytest
 from simproc import FAST, Sim, sim_launcher
 
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
-from omnigent_agy.rpc.discovery import DiscoveryError, discover_port
+from omnigent_agy.rpc.discovery import DiscoveryError, discover_pin
 from omnigent_agy.rpc.errors import Code, CsrfError, RpcError, redact_secret
 
 pytestmark = pytest.mark.tmux
@@ -180,9 +180,7 @@ def test_discovery_failures_carry_no_token(sim: Sim, caplog: pytest.LogCaptureFi
     sim.set_faults({"kind": "echo_headers", "method": "Heartbeat", "status": 403})
     try:
         with caplog.at_level(logging.DEBUG), pytest.raises(DiscoveryError) as info:
-            asyncio.run(
-                discover_port(pid=sim.pid, log_file=sim.log, csrf_token=TOKEN, deadline=5.0)
-            )
+            asyncio.run(discover_pin(pid=sim.pid, log_file=sim.log, csrf_token=TOKEN, deadline=5.0))
     finally:
         sim.clear_faults()
     assert_no_token([*texts_of(info.value), caplog.text])

@@ -37,7 +37,7 @@ from simproc import (
 )
 
 from omnigent_agy.rpc.client import SERVICE, RpcClient
-from omnigent_agy.rpc.discovery import discover_port
+from omnigent_agy.rpc.discovery import discover_pin
 from omnigent_agy.rpc.errors import Code, CsrfError, ProtocolError, RpcError, StreamStalled
 from omnigent_agy.simulator.__main__ import (
     DEFAULT_STARTUP_DELAY,
@@ -551,16 +551,16 @@ def test_startup_sequence(sims: SimLauncher) -> None:
 def test_discovery_finds_the_port_once_ready(sims: SimLauncher) -> None:
     sim = sims.launch("--sim-startup-delay", "1.5", wait_ready=False)
     pid = sim.pid
-    port = asyncio.run(discover_port(pid=pid, log_file=sim.log, csrf_token=TOKEN, deadline=30))
+    port = asyncio.run(discover_pin(pid=pid, log_file=sim.log, csrf_token=TOKEN, deadline=30)).port
     assert port == sim.port  # the port of the listening line
     sim.wait_screen("[ready")
     cascade_id = tui_cascade(sim)
     confirmed = asyncio.run(
-        discover_port(
+        discover_pin(
             pid=pid, log_file=sim.log, csrf_token=TOKEN, conversation_id=cascade_id, deadline=30
         )
     )
-    assert confirmed == port
+    assert confirmed.port == port
 
 
 @pytest.mark.tmux
@@ -978,11 +978,11 @@ def test_fault_restart_on_a_new_port(sims: SimLauncher) -> None:
 
     assert sim.rpc(after)  # the conversation survived the restart
     rediscovered = asyncio.run(
-        discover_port(
+        discover_pin(
             pid=sim.pid, log_file=sim.log, csrf_token=TOKEN, conversation_id=cascade_id, deadline=30
         )
     )
-    assert rediscovered == new_port
+    assert rediscovered.port == new_port
 
 
 @pytest.mark.tmux
