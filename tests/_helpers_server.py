@@ -23,6 +23,22 @@ STREAM_UPDATES = [
     {"update": {"conversationId": "multi", "status": "CASCADE_RUN_STATUS_RUNNING", "n": n}}
     for n in range(3)
 ]
+# A snapshot of many steps, 2 MB: large enough for the client to read its steps lazily.
+SNAPSHOT_STEPS = [
+    {"type": "CORTEX_STEP_TYPE_USER_INPUT", "n": n, "pad": "x" * 2000} for n in range(1000)
+]
+SNAPSHOT = {
+    "update": {
+        "conversationId": "snapshot",
+        "mainTrajectoryUpdate": {
+            "stepsUpdate": {
+                "indices": list(range(len(SNAPSHOT_STEPS))),
+                "steps": SNAPSHOT_STEPS,
+                "totalLength": len(SNAPSHOT_STEPS),
+            }
+        },
+    }
+}
 
 
 class FakeAgy:
@@ -107,12 +123,14 @@ class FakeAgy:
         self.requests.setdefault("StreamAgentStateUpdates", []).append(request)
         kind = request["conversationId"]
         try:
+            if kind == "snapshot":
+                yield SNAPSHOT
             if kind in ("multi", "error", "endless", "stall-after-one"):
                 for update in STREAM_UPDATES[: 1 if kind == "stall-after-one" else None]:
                     yield update
             if kind == "error":
                 raise ConnectHandlerError("failed_precondition", "cascade was cleared")
-            if kind in ("silent", "endless", "stall-after-one"):
+            if kind in ("silent", "endless", "stall-after-one", "snapshot"):
                 await asyncio.sleep(3600)  # no frame and no trailer, like a stream after /clear
         finally:
             self.stream_closed.set()

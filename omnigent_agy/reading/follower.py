@@ -13,7 +13,7 @@ I/O with agy: `reader` fetches, this applies.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from omnigent_agy.reading.cursor import CursorStore
@@ -29,6 +29,7 @@ from omnigent_agy.reading.mapper import MapperState, map_step
 from omnigent_agy.reading.reader_state import Following, ReaderEvent, TurnEnded, TurnProgress
 from omnigent_agy.reading.sink import EventSink
 from omnigent_agy.reading.steps import is_settled, obj, seq, step_key, step_status
+from omnigent_agy.rpc.lazyjson import LazyArray
 
 __all__ = ["IDLE", "Follower"]
 
@@ -71,15 +72,18 @@ class Follower:
             return True
         steps_update = obj(obj(update.get("mainTrajectoryUpdate")).get("stepsUpdate"))
         indices = seq(steps_update.get("indices"))
-        steps = seq(steps_update.get("steps"))
+        raw = steps_update.get("steps")
+        # A large frame's steps are a LazyArray (rpc.lazyjson): each is decoded as it is
+        # read, so they are walked once, never gathered, and the snapshot is never one tree.
+        steps = raw if isinstance(raw, LazyArray) else seq(raw)
         if len(indices) == len(steps):
-            positioned = [
+            positioned: Iterable[tuple[int | None, object]] = (
                 (index if isinstance(index, int) else None, step)
                 for index, step in zip(indices, steps, strict=True)
-            ]
+            )
         else:
             _logger.warning("a frame with %d indices for %d steps", len(indices), len(steps))
-            positioned = [(None, step) for step in steps]
+            positioned = ((None, step) for step in steps)
         total = steps_update.get("totalLength")
         if isinstance(total, int):
             follow.total_length = max(follow.total_length, total)
@@ -118,7 +122,7 @@ class Follower:
         follow.total_length = max(follow.total_length, offset + len(steps))
         self.save_cursor()
 
-    def apply_steps(self, positioned: Sequence[tuple[int | None, object]]) -> None:
+    def apply_steps(self, positioned: Iterable[tuple[int | None, object]]) -> None:
         """Map and publish a batch (one frame or one poll); save the cursor once, and only
         when something durable changed in it.
 

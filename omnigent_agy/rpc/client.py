@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from omnigent_agy.rpc.connection import SERVICE, RpcConnection
 from omnigent_agy.rpc.errors import ProtocolError
@@ -25,11 +25,16 @@ __all__ = [
     "DEFAULT_RETRY",
     "IDEMPOTENT_METHODS",
     "SERVICE",
+    "STEPS_PATH",
     "TRANSIENT_CODES",
     "RetryPolicy",
     "RpcClient",
     "is_transient",
 ]
+
+
+# Where a StreamAgentStateUpdates message holds its steps (WIRE.md §3-§4).
+STEPS_PATH: Final = ("update", "mainTrajectoryUpdate", "stepsUpdate", "steps")
 
 
 class RpcClient(RpcConnection):
@@ -110,7 +115,9 @@ class RpcClient(RpcConnection):
 
         ``start_index``/``end_index_exclusive`` ask agy to replay from a cursor
         (``initialStepsPageBounds``); agy may ignore them and replay everything.
-        Close the iterator (``contextlib.aclosing``) to end the stream early.
+        Close the iterator (``contextlib.aclosing``) to end the stream early. In a large
+        frame (a snapshot of many steps) ``steps`` is a `lazyjson.LazyArray`: each step is
+        decoded as it is read, so the snapshot is never one tree in memory.
         """
         body: dict[str, Any] = {"conversationId": conversation_id}
         if subscriber_id is not None:
@@ -123,10 +130,13 @@ class RpcClient(RpcConnection):
         if bounds:
             body["initialStepsPageBounds"] = bounds
         async with contextlib.aclosing(
-            self.stream("StreamAgentStateUpdates", body, idle_timeout=idle_timeout)
+            self.stream(
+                "StreamAgentStateUpdates", body, idle_timeout=idle_timeout, lazy_array=STEPS_PATH
+            )
         ) as updates:
             async for update in updates:
                 yield update
+                del update  # not kept while the next frame is awaited (see RpcConnection.stream)
 
     async def handle_cascade_user_interaction(
         self,

@@ -40,7 +40,7 @@ import logging
 import socket
 import ssl
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, Self
 
 import h2.exceptions
@@ -61,6 +61,7 @@ from omnigent_agy.rpc.pinning import client_context
 from omnigent_agy.rpc.retry import DEFAULT_RETRY, RetryPolicy
 from omnigent_agy.rpc.wire import (
     DEFAULT_MAX_FRAME_BYTES,
+    LAZY_FRAME_BYTES,
     EndStream,
     EnvelopeDecoder,
     encode_envelope,
@@ -367,12 +368,19 @@ class RpcConnection:
             raise TimeoutError(f"agy did not answer within {self._timeout:g} s") from exc
 
     async def stream(
-        self, method: str, body: Mapping[str, Any], *, idle_timeout: float = 30.0
+        self,
+        method: str,
+        body: Mapping[str, Any],
+        *,
+        idle_timeout: float = 30.0,
+        lazy_array: Sequence[str] = (),
     ) -> AsyncGenerator[dict[str, Any]]:
         """A server stream: yields each data message; raises the end-of-stream error.
 
         StreamStalled when neither the answer nor a frame arrives within ``idle_timeout``
-        seconds (time the consumer spends between frames does not count).
+        seconds (time the consumer spends between frames does not count). ``lazy_array``:
+        the path of an array a large message holds as a `lazyjson.LazyArray`
+        (`wire.EnvelopeDecoder`).
 
         The stream speaks HTTP/1.1 on its own connection where agy offers it: a long answer
         is hundreds of growing frames, and HTTP/2 costs about twice the CPU per frame (its
@@ -381,23 +389,42 @@ class RpcConnection:
         over HTTP/2, and every later stream of this client speaks HTTP/2 at once.
         """
         self._check_owner()
-        while True:
-            once = self._stream_once(method, body, idle_timeout, http2=self._stream_http2)
-            try:
-                async with contextlib.aclosing(once) as messages:
-                    async for message in messages:
-                        yield message
-            except _RefusedHttp1:
-                self._stream_http2 = True
-                logger.info("agy refuses HTTP/1.1 (501): streams use HTTP/2 from now on")
-            else:
-                return
+        streamed = False
+        try:
+            while True:
+                once = self._stream_once(
+                    method, body, idle_timeout, lazy_array, http2=self._stream_http2
+                )
+                try:
+                    async with contextlib.aclosing(once) as messages:
+                        async for message in messages:
+                            streamed = True
+                            yield message
+                            # Not kept while the next frame is awaited: `_stream_once` hands
+                            # memory back then, and a snapshot's frame must be garbage by then.
+                            del message
+                except _RefusedHttp1:
+                    self._stream_http2 = True
+                    logger.info("agy refuses HTTP/1.1 (501): streams use HTTP/2 from now on")
+                else:
+                    return
+        finally:
+            if streamed:
+                # Here the stream's connection and buffers are garbage too: hand back what
+                # they and the last frames left (a stream ends rarely: a reconnect, a stall).
+                return_freed_memory()
 
     async def _stream_once(
-        self, method: str, body: Mapping[str, Any], idle_timeout: float, *, http2: bool
+        self,
+        method: str,
+        body: Mapping[str, Any],
+        idle_timeout: float,
+        lazy_array: Sequence[str],
+        *,
+        http2: bool,
     ) -> AsyncGenerator[dict[str, Any]]:
         loop = asyncio.get_running_loop()
-        decoder = EnvelopeDecoder(self._max_frame_bytes)
+        decoder = EnvelopeDecoder(self._max_frame_bytes, lazy_array=lazy_array)
         decoded = 0  # payload bytes since freed memory was last handed back
         http = self._http if self._shared_transport else self._new_http(None, http2=http2)
         if http is not self._http:
@@ -437,12 +464,13 @@ class RpcConnection:
                                 if frame.error is not None:
                                     raise frame.error
                                 return
-                            decoded += frame.size
+                            size = frame.size
+                            decoded += size
                             message = frame.message
                             del frame
                             yield message
                             del message  # the consumer is done with it: garbage now
-                            if decoded >= LARGE_FRAME_BYTES:
+                            if decoded >= LARGE_FRAME_BYTES or size >= LAZY_FRAME_BYTES:
                                 decoded = 0
                                 return_freed_memory()
                             deadline = loop.time() + idle_timeout
@@ -454,8 +482,9 @@ class RpcConnection:
                 await http.aclose()
 
 
-# After this many payload bytes decoded (one snapshot of thousands of steps, WIRE.md §4: 19 MB
-# at 10,000; or the growth frames of a long answer), freed memory is handed back to the OS.
+# Freed memory is handed back to the OS right after a frame of `LAZY_FRAME_BYTES` or more (a
+# snapshot of thousands of steps, WIRE.md §4: 13 MB at 10,000), after every this many payload
+# bytes of smaller frames (the growth frames of a long answer), and when the stream ends.
 LARGE_FRAME_BYTES: Final = 4 * 1024 * 1024
 
 

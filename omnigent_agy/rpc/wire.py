@@ -14,18 +14,19 @@ payload is buffered, which keeps memory bounded whatever the server announces.
 from __future__ import annotations
 
 import json
-import json.scanner
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from omnigent_agy.rpc.errors import Code, ProtocolError, RpcError
+from omnigent_agy.rpc.lazyjson import SCANNER, loads_lazily
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "FLAG_COMPRESSED",
     "FLAG_END_STREAM",
+    "LAZY_FRAME_BYTES",
     "DataFrame",
     "EndStream",
     "EnvelopeDecoder",
@@ -40,6 +41,8 @@ FLAG_END_STREAM: Final = 0x02
 # bounds asked for. The reader asks for only what its cursor needs; this refuses only a
 # length no conversation reaches (a corrupt prefix), before any of it is buffered.
 DEFAULT_MAX_FRAME_BYTES: Final = 512 * 1024 * 1024
+# A payload this large has its `lazy_array` decoded element by element (`EnvelopeDecoder`).
+LAZY_FRAME_BYTES: Final = 1024 * 1024
 _PREFIX: Final = struct.Struct(">BI")
 
 
@@ -79,14 +82,25 @@ class EnvelopeDecoder:
     ``feed`` returns the frames completed by the bytes so far; ``close`` checks that the
     stream did not stop in the middle of an envelope. Any protocol violation raises
     :class:`~omnigent_agy.rpc.errors.ProtocolError`; after that the decoder is unusable.
+
+    ``lazy_array``: the path (keys of nested objects) of an array that, in a payload of
+    `LAZY_FRAME_BYTES` or more, is decoded element by element as it is read (`lazyjson`):
+    a stream's snapshot of thousands of steps is never one tree in memory.
     """
 
-    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+    def __init__(
+        self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, *, lazy_array: Sequence[str] = ()
+    ) -> None:
         self._max_frame_bytes = max_frame_bytes
-        # Bytes of an envelope not complete yet. A chunk that completes envelopes is parsed
-        # in place: a frame is copied once (its payload slice), never through this buffer.
-        self._buffer = bytearray()
-        self._needed = _PREFIX.size  # bytes the buffered envelope needs before it completes
+        self._lazy_array = tuple(lazy_array)
+        # An envelope begun in an earlier chunk: its prefix until that is whole, then its
+        # payload in one buffer of the announced length, filled in place (a 13 MB frame
+        # arriving in 64 KB chunks is neither regrown nor joined). A chunk that completes
+        # envelopes is parsed in place: a frame is copied at most once (its payload slice).
+        self._prefix = bytearray()
+        self._flags = 0
+        self._payload: bytearray | None = None
+        self._filled = 0
         self._ended = False
 
     @property
@@ -100,49 +114,75 @@ class EnvelopeDecoder:
             return []
         if self._ended:
             raise ProtocolError(f"{len(data)} bytes arrived after the end-of-stream envelope")
-        if self._buffer:
-            self._buffer += data
-            if len(self._buffer) < self._needed:
-                return []  # a large frame arriving chunk by chunk: no work until it is whole
-            if self._needed == _PREFIX.size:
-                self._needed += self._check_prefix(self._buffer, 0)[1]
-                if len(self._buffer) < self._needed:
-                    return []
-            data = bytes(self._buffer)
-            self._buffer.clear()
         frames: list[Frame] = []
         position, size = 0, len(data)
-        while size - position >= _PREFIX.size:
+        if self._prefix or self._payload is not None:
+            position = self._continue(data)
+            if self._prefix or (self._payload is not None and self._filled < len(self._payload)):
+                return frames  # still incomplete: no work until it is whole
+            frames.append(self._complete())
+        while not _is_end(frames) and size - position >= _PREFIX.size:
             flags, length = self._check_prefix(data, position)
-            end = position + _PREFIX.size + length
-            if end > size:
-                break
-            frame = self._decode(flags, data[position + _PREFIX.size : end])
-            position = end
-            frames.append(frame)
-            if isinstance(frame, EndStream):
-                if position < size:
-                    raise ProtocolError(
-                        f"{size - position} bytes arrived after the end-of-stream envelope"
-                    )
+            start = position + _PREFIX.size
+            if start + length > size:
+                self._begin(flags, length, memoryview(data)[start:])
                 return frames
+            frames.append(self._decode(flags, self._slice(data, start, start + length)))
+            position = start + length
         if position < size:
-            self._buffer += data[position:] if position else data
-            self._needed = _PREFIX.size
-            if size - position >= _PREFIX.size:
-                self._needed += self._check_prefix(self._buffer, 0)[1]
+            if _is_end(frames):
+                raise ProtocolError(
+                    f"{size - position} bytes arrived after the end-of-stream envelope"
+                )
+            self._prefix += data[position:]
         return frames
 
     def close(self) -> None:
         """Declare the input finished; raises if it stopped inside an envelope."""
-        if self._buffer:
-            have = len(self._buffer)
-            if have >= _PREFIX.size:
-                have -= _PREFIX.size
-            want = self._needed - _PREFIX.size if self._needed > _PREFIX.size else _PREFIX.size
-            raise ProtocolError(
-                f"truncated envelope: the stream ended after {have} of {want} bytes"
-            )
+        if self._payload is not None:
+            have, want = self._filled, len(self._payload)
+        elif self._prefix:
+            have, want = len(self._prefix), _PREFIX.size
+        else:
+            return
+        raise ProtocolError(f"truncated envelope: the stream ended after {have} of {want} bytes")
+
+    def _continue(self, data: bytes) -> int:
+        """Add the start of ``data`` to the envelope begun earlier; how much of it was used."""
+        used = 0
+        if self._payload is None:  # the prefix is not whole yet
+            used = min(_PREFIX.size - len(self._prefix), len(data))
+            self._prefix += data[:used]
+            if len(self._prefix) < _PREFIX.size:
+                return used
+            flags, length = self._check_prefix(self._prefix, 0)
+            self._prefix.clear()
+            self._begin(flags, length, memoryview(data)[used : used + length])
+            return used + min(length, len(data) - used)
+        payload = self._payload
+        used = min(len(payload) - self._filled, len(data))
+        payload[self._filled : self._filled + used] = memoryview(data)[:used]
+        self._filled += used
+        return used
+
+    def _begin(self, flags: int, length: int, start: memoryview) -> None:
+        """Start buffering an envelope of ``length`` payload bytes; ``start`` came already."""
+        self._flags = flags
+        self._payload = bytearray(length)
+        self._payload[: len(start)] = start
+        self._filled = len(start)
+
+    def _complete(self) -> Frame:
+        payload, self._payload = self._payload, None
+        assert payload is not None
+        return self._decode(self._flags, payload)
+
+    def _slice(self, data: bytes, start: int, end: int) -> bytes | memoryview:
+        # A large payload is decoded in place (its text is made from the chunk's bytes); a
+        # small one is copied, which is cheaper than a memoryview's decoding path.
+        if self._lazy_array and end - start >= LAZY_FRAME_BYTES:
+            return memoryview(data)[start:end]
+        return data[start:end]
 
     def _check_prefix(self, data: bytes | bytearray, position: int) -> tuple[int, int]:
         flags, length = _PREFIX.unpack_from(data, position)
@@ -158,10 +198,13 @@ class EnvelopeDecoder:
             )
         return flags, length
 
-    def _decode(self, flags: int, payload: bytes) -> Frame:
-        body = _loads_object(payload) if payload or not flags & FLAG_END_STREAM else {}
+    def _decode(self, flags: int, payload: bytes | bytearray | memoryview) -> Frame:
+        size = len(payload)
+        lazy = self._lazy_array if size >= LAZY_FRAME_BYTES else ()
+        body = _loads_object(payload, lazy) if size or not flags & FLAG_END_STREAM else {}
+        del payload
         if not flags & FLAG_END_STREAM:
-            return DataFrame(body, len(payload))
+            return DataFrame(body, size)
         self._ended = True
         metadata = body.get("metadata")
         error = body.get("error")
@@ -169,6 +212,10 @@ class EnvelopeDecoder:
             error=None if error is None else error_from_json(error),
             metadata=metadata if isinstance(metadata, dict) else {},
         )
+
+
+def _is_end(frames: list[Frame]) -> bool:
+    return bool(frames) and isinstance(frames[-1], EndStream)
 
 
 def error_from_json(error: object, *, http_status: int | None = None) -> RpcError:
@@ -189,27 +236,32 @@ def error_from_json(error: object, *, http_status: int | None = None) -> RpcErro
     )
 
 
-# json's own C scanner. `json.loads` wraps it in several Python calls per payload (encoding
-# detection, whitespace checks) that cost as much as a small frame's mapping; an object
-# payload that scans whole from its first byte needs none of them (see `_loads_object`).
-_SCAN: Final = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
-
-
-def _loads_object(payload: bytes) -> dict[str, Any]:
+def _loads_object(
+    payload: bytes | bytearray | memoryview, lazy_array: tuple[str, ...]
+) -> dict[str, Any]:
+    if lazy_array:  # a large payload (`EnvelopeDecoder`): its steps read one at a time
+        return _checked(lambda: loads_lazily(payload, lazy_array))
+    payload = bytes(payload) if isinstance(payload, memoryview) else payload
     # Fast path: a UTF-8 JSON object from byte 0 to the end (what agy sends, WIRE.md §2),
-    # decoded as json.loads decodes UTF-8. Anything else (whitespace around it, another
+    # decoded as json.loads decodes UTF-8, by json's C scanner without the Python calls
+    # `json.loads` wraps it in (encoding detection, whitespace checks), which cost as much as
+    # a small frame's mapping. Anything else (whitespace around it, another
     # encoding, an error) takes json.loads, for the same value or the same error.
     if payload[:1] == b"{" and payload[1:2] != b"\x00":  # a NUL second byte: UTF-16
         try:
             text = payload.decode("utf-8", "surrogatepass")
-            value, end = _SCAN(text, 0)
+            value, end = SCANNER(text, 0)
         except (UnicodeDecodeError, StopIteration, ValueError):
             pass
         else:
             if end == len(text):
                 return value  # type: ignore[no-any-return] # "{" scans to a dict
+    return _checked(lambda: json.loads(payload))
+
+
+def _checked(loads: Callable[[], object]) -> dict[str, Any]:
     try:
-        value = json.loads(payload)
+        value = loads()
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProtocolError(f"envelope payload is not valid JSON: {exc}") from exc
     if not isinstance(value, dict):

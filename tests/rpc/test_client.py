@@ -6,12 +6,13 @@ import asyncio
 import contextlib
 import socket
 import threading
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from _helpers_server import STREAM_UPDATES, TOKEN, FakeAgy, fake_agy
+from _helpers_server import SNAPSHOT_STEPS, STREAM_UPDATES, TOKEN, FakeAgy, fake_agy
 
 from omnigent_agy.rpc import retry as retry_module
 from omnigent_agy.rpc.channel import NeverSentError
@@ -24,6 +25,7 @@ from omnigent_agy.rpc.errors import (
     RpcError,
     StreamStalled,
 )
+from omnigent_agy.rpc.lazyjson import LazyArray
 from omnigent_agy.simulator.server import TlsConnectServer
 
 __all__ = ["fake_agy"]  # the fixture is used by name
@@ -204,6 +206,33 @@ async def test_closing_a_stream_early_ends_it_on_the_server(fake_agy: Served) ->
         assert first == STREAM_UPDATES[0]
         assert await asyncio.to_thread(agy.stream_closed.wait, 10)
         assert await client.heartbeat()
+
+
+async def test_a_snapshots_steps_are_read_lazily_and_not_kept_after_use(fake_agy: Served) -> None:
+    # The first frame replays every step (WIRE.md §4). Its steps are decoded one at a time as
+    # they are read, and nothing in the stream keeps the frame while it waits for the next
+    # one: that is when it hands freed memory back, so a snapshot kept there would stay.
+    _, server = fake_agy
+    async with rpc(server) as client:
+        updates = client.stream_agent_state_updates("snapshot")
+        async with contextlib.aclosing(updates):
+            first = await anext(updates)
+            steps = first["update"]["mainTrajectoryUpdate"]["stepsUpdate"]["steps"]
+            assert isinstance(steps, LazyArray)
+            assert list(steps) == SNAPSHOT_STEPS
+            kept = weakref.ref(steps)
+            del first, steps
+            waiting = asyncio.create_task(anext(updates))  # the stream is silent now
+            try:
+                deadline = asyncio.get_running_loop().time() + 10
+                while kept() is not None and asyncio.get_running_loop().time() < deadline:
+                    await asyncio.sleep(0.01)
+                assert kept() is None, "the stream keeps the frame while awaiting the next"
+                assert not waiting.done()
+            finally:
+                waiting.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await waiting
 
 
 async def test_a_long_stream_and_concurrent_calls_share_the_loop(fake_agy: Served) -> None:
