@@ -24,28 +24,33 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 from common import FrameServer, frame_server, median_of, options, spec, table
 from frameserver import Script
+from omnigent.harnesses.antigravity_native import reader as builtin
 from omnigent.harnesses.antigravity_native import rpc as builtin_rpc
-from readers import BuiltinReader, PluginReader, builtin_stub_sink
+from readers import BuiltinReader, ListSink, PluginReader, builtin_stub_sink
 
 from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.follower import Follower
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.connection import return_freed_memory
+from omnigent_agy.rpc.connection import CSRF_HEADER, SERVICE, return_freed_memory
 from omnigent_agy.rpc.wire import encode_envelope
 
 RUNNING = "CASCADE_RUN_STATUS_RUNNING"
+READERS = ("floor", "plugin", "builtin")
+_SERVER_ENV = "BENCH_FRAME_SERVER"  # the RSS child's way to the parent's frame server
 
 
 def cursor_after_history(conversation: str, history: int, directory: Path) -> None:
@@ -140,74 +145,123 @@ class _Null:
 # --- RSS, each case in a fresh process --------------------------------------------------------
 
 
-def rss_case(reader: str, case: str, scale: int) -> float:
-    """MB of RSS a reader keeps after `case`, measured in this (fresh) process."""
+def rss_case(reader: str, case: str, consumer: str, scale: int, server: FrameServer) -> float:
+    """MB of RSS a reader keeps after reading `case` from the frame server, in this (fresh)
+    process: the frames come over TLS as from agy, so the process holds only what the
+    reader's transport and decoder make of them. `consumer` "holds" every event published
+    until the stream has ended (as the plugin's sink holds them between turns), or "takes"
+    each as it is published and drops it (as during a turn; the built-in posts each inline)."""
     history, frames, chars = (10_000, 0, 0) if case == "snapshot" else (0, 100, 10_000)
     history, chars = history // scale, chars // scale
-    conversation = spec(history, frames, chars=chars)
-    plan = Script(conversation)
-    snapshot = encode_envelope(plan.update(list(range(history)), plan.shaped, RUNNING))
-    plan.cascade.steps.clear()
-    plan.shaped.clear()
-
-    def envelopes() -> Iterator[bytes]:  # made one at a time: the frames are not counted
-        yield snapshot
-        for n in range(1, frames + 1):
-            yield encode_envelope(plan.update([history], [plan.growing(n)], RUNNING))
-        if frames:
-            yield encode_envelope(plan.update([history], [plan.done()], RUNNING))
-
-    return_freed_memory()  # also loads what the hand-back needs, before the baseline
+    # One-time costs out of the window, alike for all three: the same reader first reads a
+    # tiny conversation of the same shape over the same path (imports, caches, TLS and HTTP
+    # machinery, the built-in's CA store, the hand-back's libc lookup), and is dropped.
+    warm_up = spec(history and 2, frames and 2, chars=chars)
+    asyncio.run(read_with(reader, server, warm_up, consumer))
+    gc.collect()
+    return_freed_memory()
     process = psutil.Process()
     before = process.memory_info().rss
-    with tempfile.TemporaryDirectory() as directory:
-        if reader == "floor":  # decode and drop, then the same hand-back as the plugin's
-            for envelope in envelopes():
-                json.loads(envelope[5:])
-            keep: object = None
-        elif reader == "plugin":
-            ours = PluginReader(conversation, Path(directory))
-            for envelope in envelopes():
-                ours.feed(envelope)
-            ours.sink.events.clear()  # what the consumer took is not the reader's
-            keep = ours
-        else:
-
-            async def feed() -> BuiltinReader:
-                theirs = BuiltinReader(conversation)
-                with builtin_stub_sink() as posted:
-                    for envelope in envelopes():
-                        await theirs.feed(envelope)
-                    posted.clear()
-                await theirs.aclose()
-                return theirs
-
-            keep = asyncio.run(feed())
-        if reader == "floor":
-            return_freed_memory()
-        gc.collect()
-        after = process.memory_info().rss
-        del keep
+    keep = asyncio.run(read_with(reader, server, spec(history, frames, chars=chars), consumer))
+    gc.collect()
+    after = process.memory_info().rss
+    del keep
     return (after - before) / 1e6
+
+
+async def read_with(reader: str, server: FrameServer, conversation: str, consumer: str) -> object:
+    """Read the whole stream with `reader`; what it keeps afterwards (the events published
+    were the consumer's, and it has dropped them)."""
+    holds = consumer == "holds"
+    if reader == "floor":
+        await floor_stream(server, conversation)
+        return None
+    if reader == "plugin":
+        with tempfile.TemporaryDirectory() as directory:
+            sink = ListSink() if holds else _Null()
+            follower = Follower(
+                cascade_id=conversation,
+                sink=sink,
+                cursor=CursorStore(Path(directory)),
+                model_names={},
+            )
+            async with RpcClient(port=server.port, csrf_token=server.token) as client:
+                updates = client.stream_agent_state_updates(conversation, idle_timeout=60)
+                async with contextlib.aclosing(updates):
+                    async for message in updates:
+                        follower.apply_frame(message)
+                        del message
+            if isinstance(sink, ListSink):
+                sink.events.clear()  # what the consumer took is not the reader's
+            return follower
+    theirs = BuiltinReader(conversation)
+    with builtin_stub_sink() as posted:
+        async for update in builtin_rpc.stream_agent_state_updates(server.port, conversation):
+            for step in builtin._frame_steps(update):
+                await theirs.feed_step(step)
+                if not holds:
+                    posted.clear()
+            del update
+        posted.clear()
+    await theirs.aclose()
+    return theirs
+
+
+async def floor_stream(server: FrameServer, conversation: str) -> None:
+    """The floor: the stream's bytes over the same TLS, each payload `json.loads`-ed and
+    dropped, then freed memory handed back once as the plugin does after large frames."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the frame server's certificate is self-signed
+    headers = {
+        "Content-Type": "application/connect+json",
+        "Connect-Protocol-Version": "1",
+        CSRF_HEADER: server.token,
+    }
+    async with httpx.AsyncClient(verify=context) as http:
+        request = http.stream(
+            "POST",
+            f"https://127.0.0.1:{server.port}/{SERVICE}/StreamAgentStateUpdates",
+            content=encode_envelope({"conversationId": conversation}),
+            headers=headers,
+            timeout=60,
+        )
+        async with request as response:
+            buffer = bytearray()
+            async for chunk in response.aiter_raw():
+                buffer += chunk
+                while len(buffer) >= 5:
+                    end = 5 + int.from_bytes(buffer[1:5])
+                    if len(buffer) < end:
+                        break
+                    if buffer[0] == 0:
+                        json.loads(buffer[5:end])
+                    del buffer[:end]
+    return_freed_memory()
 
 
 def plan_id(history: int, answer_frames: int) -> str:
     return spec(history, answer_frames, chars=1_000)
 
 
-def rss(reader: str, case: str, scale: int) -> float:
+def rss(reader: str, case: str, consumer: str, scale: int, server: FrameServer) -> float:
+    env = {**os.environ, _SERVER_ENV: json.dumps({"port": server.port, "token": server.token})}
     output = subprocess.run(
-        [sys.executable, __file__, "--rss", reader, case, str(scale)],
+        [sys.executable, __file__, "--rss", reader, case, consumer, str(scale)],
         capture_output=True,
         text=True,
         check=True,
+        env=env,  # not on the command line: the token is a credential
     ).stdout
     return float(json.loads(output.splitlines()[-1])["mb"])
 
 
 def main() -> None:
-    if len(sys.argv) == 5 and sys.argv[1] == "--rss":
-        print(json.dumps({"mb": rss_case(sys.argv[2], sys.argv[3], int(sys.argv[4]))}))
+    if len(sys.argv) == 6 and sys.argv[1] == "--rss":
+        address = json.loads(os.environ[_SERVER_ENV])
+        server = FrameServer(address["port"], address["token"], None)
+        reader, case, consumer, scale = sys.argv[2:]
+        print(json.dumps({"mb": rss_case(reader, case, consumer, int(scale), server)}))
         return
     args = options(__doc__ or "")
     sizes, runs = ((100, 1_000), 1) if args.quick else ((100, 1_000, 10_000, 20_000), 3)
@@ -228,6 +282,15 @@ def main() -> None:
             ]
             figures = [median_of(runs, measure) * 1e3 for measure in measures]
             rows.append([history, *figures, again, theirs_again])
+        memory = [
+            [
+                case,
+                f"{consumer} the events",
+                *(rss(reader, case, consumer, scale, server) for reader in READERS),
+            ]
+            for case in ("snapshot", "answer")
+            for consumer in ("holds", "takes")
+        ]
     table(
         f"Reconnect, poll and restart by conversation length (ms, medians of {runs})",
         [
@@ -241,15 +304,11 @@ def main() -> None:
         ],
         rows,
     )
-    rows = [
-        [case, *(rss(reader, case, scale) for reader in ("floor", "plugin", "builtin"))]
-        for case in ("snapshot", "answer")
-    ]
     table(
         f"RSS kept (MB) after a {10_000 // scale:,}-step snapshot, after a "
         f"{1_000 // scale:,} KB answer (each in a fresh process)",
-        ["case", "json.loads floor", "plugin", "built-in"],
-        rows,
+        ["case", "consumer", "json.loads floor", "plugin", "built-in"],
+        memory,
     )
 
 

@@ -43,7 +43,7 @@ def agy_argv0() -> str:
 class FrameServer:
     port: int
     token: str
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[str] | None  # None in a child handed the server's address
 
 
 @contextlib.contextmanager

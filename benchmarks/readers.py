@@ -24,6 +24,7 @@ from omnigent.harnesses.antigravity_native import reader as builtin
 
 from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.follower import Follower
+from omnigent_agy.rpc.client import STEPS_PATH
 from omnigent_agy.rpc.connection import LARGE_FRAME_BYTES, return_freed_memory
 from omnigent_agy.rpc.wire import DataFrame, EnvelopeDecoder
 
@@ -43,7 +44,7 @@ class PluginReader:
         self.follower = Follower(
             cascade_id=cascade_id, sink=self.sink, cursor=cursor, model_names={}
         )
-        self.decoder = EnvelopeDecoder(1 << 30)
+        self.decoder = EnvelopeDecoder(1 << 30, lazy_array=STEPS_PATH)  # as the client's
         self.decoded = 0
 
     def feed(self, envelope: bytes) -> None:
