@@ -11,9 +11,12 @@ Run: `.venv/bin/python benchmarks/bench_attach.py [--quick]`. Against benchmarks
 - **restart**: items published again by a restarted reader fed the same first frame as a
   fresh process (the plugin restores its cursor; the built-in starts with an empty state);
 - **RSS kept** (each in a fresh process): after a 10,000-step snapshot frame and after a
-  1 MB answer streamed in 1,000 growth frames, the frames themselves dropped. The floor
-  decodes each frame and drops it, then hands freed memory back as the plugin does after a
-  large frame (without that, glibc keeps ~25 MB after the snapshot's decode alone).
+  1 MB answer streamed in 100 growth frames, read over TLS from the frame server as from agy,
+  once each reader has read a tiny conversation of the same shape (its one-time costs out of
+  the window), with a consumer that holds every event until the stream ends or takes each as
+  published. The floor reads the same stream, `json.loads` each payload and drops it, then
+  hands freed memory back once (without that, glibc keeps ~25 MB after the snapshot's
+  decode alone).
 
 Wall-clock milliseconds, medians of 3. Asserts nothing about time.
 """

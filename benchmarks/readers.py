@@ -2,7 +2,8 @@
 
 - `PluginReader`: this plugin's path for one stream frame, `EnvelopeDecoder.feed` then
   `Follower.apply_frame` (map, publish, durable cursor), publishing to a list, and after a
-  large frame the memory hand-back `RpcConnection.stream` does.
+  large frame the memory hand-back `RpcConnection.stream` does (its decoder reads a large
+  frame's steps lazily, as the client's does).
 - `BuiltinReader`: omnigent's built-in `antigravity-native` reader (in site-packages),
   driven as its own tests drive it: its `_frame_steps` and `_process_stream_step` with a
   fresh `_ReaderState`, and its `_post_event` swapped for a stub that appends to a list (the
@@ -26,7 +27,7 @@ from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.follower import Follower
 from omnigent_agy.rpc.client import STEPS_PATH
 from omnigent_agy.rpc.connection import LARGE_FRAME_BYTES, return_freed_memory
-from omnigent_agy.rpc.wire import DataFrame, EnvelopeDecoder
+from omnigent_agy.rpc.wire import LAZY_FRAME_BYTES, DataFrame, EnvelopeDecoder
 
 
 class ListSink:
@@ -51,11 +52,13 @@ class PluginReader:
         frames = self.decoder.feed(envelope)
         while frames:
             frame = frames.pop(0)
+            large = False
             if isinstance(frame, DataFrame):
                 self.follower.apply_frame(frame.message)
                 self.decoded += frame.size
+                large = frame.size >= LAZY_FRAME_BYTES
             del frame
-            if self.decoded >= LARGE_FRAME_BYTES:  # as RpcConnection.stream does
+            if self.decoded >= LARGE_FRAME_BYTES or large:  # as RpcConnection.stream does
                 self.decoded = 0
                 return_freed_memory()
 
