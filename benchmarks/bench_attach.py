@@ -47,6 +47,7 @@ from readers import BuiltinReader, ListSink, PluginReader, builtin_stub_sink
 
 from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.follower import Follower
+from omnigent_agy.reading.sink import release
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.connection import CSRF_HEADER, SERVICE, return_freed_memory
 from omnigent_agy.rpc.wire import encode_envelope
@@ -195,7 +196,9 @@ async def read_with(reader: str, server: FrameServer, conversation: str, consume
                         follower.apply_frame(message)
                         del message
             if isinstance(sink, ListSink):
-                sink.events.clear()  # what the consumer took is not the reader's
+                # What the consumer took is not the reader's; the session drops events held
+                # between turns as here, at the next turn's start.
+                release(sink.events)
             return follower
     theirs = BuiltinReader(conversation)
     with builtin_stub_sink() as posted:

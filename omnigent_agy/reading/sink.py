@@ -10,7 +10,27 @@ import asyncio
 import collections
 import queue
 import threading
-from typing import Protocol
+from typing import Final, Protocol
+
+from omnigent_agy.rpc.connection import return_freed_memory
+
+#: A batch of at least this many events, once dropped, hands freed memory back (`release`).
+RELEASE_TRIM_AT: Final = 1_000
+
+
+def release[T](events: list[T]) -> None:
+    """Drop a batch of events their consumer is done with (the list is emptied in place).
+
+    A large batch (the events a full replay of a long conversation published while no turn
+    consumed them, held until the next turn) leaves its freed memory in glibc's heap, which
+    the stream's own hand-backs ran before the batch was dropped: handing it back here keeps
+    RSS at what the process still uses (docs/performance.md, "RSS kept"). The caller must
+    hold no other reference to the events for the memory to be free.
+    """
+    count = len(events)
+    events.clear()
+    if count >= RELEASE_TRIM_AT:
+        return_freed_memory()
 
 
 class EventSink[T](Protocol):

@@ -47,7 +47,7 @@ from omnigent_agy.reading.reader import (
     ReaderModeChanged,
     TurnEnded,
 )
-from omnigent_agy.reading.sink import HandoffSink
+from omnigent_agy.reading.sink import HandoffSink, release
 from omnigent_agy.reading.steps import JsonObject, StepType, obj
 from omnigent_agy.relay.channel import ToolRunner
 from omnigent_agy.rpc.client import TRANSIENT_CODES
@@ -282,6 +282,10 @@ class AgySession:
                 # ...and a gate still open: agy waits on it (e.g. a harness restarted while
                 # its card was shown), so it is asked again; a stale one resolves as gone.
                 self._start_interaction(gate)
+            # Not kept for the rest of the turn: a replay held between turns can be tens of
+            # thousands of events.
+            del inheritance
+            release(stale)
             home.open_turn(tool_runner)
             summary = await self._summary(client, cascade)
             await self._send(client, cascade, text, resolved.enum, since=_step_count(summary))
