@@ -15,7 +15,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import tempfile
 from pathlib import Path
+
+from omnigent_agy.simulator.certs import make_self_signed_cert
 
 # Modules the programs import lazily, loaded while the files are still readable.
 _PRELOAD = (
@@ -59,6 +62,12 @@ def main() -> int:
     helper = _HELPERS.get(program)
     for name in (*_PRELOAD, helper) if helper else _PRELOAD:
         importlib.import_module(name)
+    # cryptography loads parts of itself on first use (its backends): make one certificate
+    # now, as every program here does once it runs, so that they are loaded too. Where the
+    # venv cannot be read by the other user (a checkout in a 0700 folder, as `mktemp -d`
+    # makes) they could not be loaded after the drop.
+    with tempfile.TemporaryDirectory() as scratch:
+        make_self_signed_cert(Path(scratch))
     _drop(int(uid), int(gid), Path(home))
     if helper:
         sys.argv = [sys.argv[0], *args]
