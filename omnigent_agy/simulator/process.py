@@ -180,8 +180,15 @@ class RestartableServer:
         self._injector.release_stalls()  # a stalled stream would hold hypercorn's shutdown
         self._shutdown.set()
         task, self._task = self._task, None
-        if task is not None:
-            await task
+        if task is None:
+            return
+        # Waited for, not awaited: the old server failing as it stops (a client's TLS close
+        # racing ours ends hypercorn with an SSLError, APPLICATION_DATA_AFTER_CLOSE_NOTIFY)
+        # is that server's end, not agy-sim's. Raised here, it ended agy-sim in the middle
+        # of a restart, as no agy does (WIRE.md §1: its conversations are kept).
+        await asyncio.wait([task])
+        if not task.cancelled() and task.exception() is not None:
+            _log.warning("the language server on the old port ended with %r", task.exception())
 
     @property
     def failed(self) -> BaseException | None:
