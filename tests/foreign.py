@@ -18,7 +18,6 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from simproc import LISTENING, wait_for
+from simproc import LISTENING, end_process, wait_for
 
 AS_USER = Path(__file__).resolve().parent / "_as_user.py"
 AGY_ALIAS = Path(sys.executable).with_name("agy")
@@ -74,17 +73,25 @@ class ForeignAgy:
         assert "shutting down" not in self.log_text()
 
 
-def foreign_uid() -> tuple[int, int]:
-    """The uid and gid of the stand-in other user, or a skip saying why there is none."""
+def other_user() -> tuple[tuple[int, int] | None, str]:
+    """The uid and gid of the stand-in other user, or None and why there is none."""
     if os.geteuid() != 0:
-        pytest.skip("running a process as another user needs root (this test runs as a user)")
+        return None, "running a process as another user needs root (this test runs as a user)"
     try:
         entry = pwd.getpwnam(FOREIGN_USER)
     except KeyError:
-        pytest.skip(f"no {FOREIGN_USER!r} account on this machine to act as another user")
+        return None, f"no {FOREIGN_USER!r} account on this machine to act as another user"
     if entry.pw_uid == os.getuid():
-        pytest.skip(f"{FOREIGN_USER!r} is this very user")
-    return entry.pw_uid, entry.pw_gid
+        return None, f"{FOREIGN_USER!r} is this very user"
+    return (entry.pw_uid, entry.pw_gid), ""
+
+
+def foreign_uid() -> tuple[int, int]:
+    """The uid and gid of the stand-in other user, or a skip saying why there is none."""
+    ids, why = other_user()
+    if ids is None:
+        pytest.skip(why)
+    return ids
 
 
 @contextlib.contextmanager
@@ -128,11 +135,5 @@ def foreign_agy(token: str, *args: str) -> Iterator[ForeignAgy]:
         assert proc.poll() is None, f"the other user's agy-sim exited: {agy.log_text()}"
         yield agy
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end_process(proc, grace=15)
         shutil.rmtree(home, ignore_errors=True)

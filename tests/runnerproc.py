@@ -29,6 +29,7 @@ from pathlib import Path
 import httpx
 from omnigent.community.harness.agy.local import HarnessSurface
 from omnigent.community.harness.agy.plugin import APP_MODULE, HARNESS_ID
+from simproc import end_process
 
 RUNNER = "omnigent.runtime.harnesses._runner"
 SPAWN_READY_SECONDS = 60.0
@@ -115,13 +116,8 @@ class HarnessProcess(HarnessSurface):
     def stop(self) -> None:
         """SIGTERM (the runner's release), SIGKILL if it lingers; the socket folder goes."""
         process = self.process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
+        if process is not None:
+            end_process(process, grace=20)
         with contextlib.suppress(OSError):
             shutil.rmtree(self._dir)
 

@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -63,6 +64,18 @@ def harness_env(tmp_path: Path, socket_name: str) -> dict[str, str]:
         "AGY_SIM_STARTUP_DELAY": "0.3",
         "AGY_SIM_TOKEN_DELAY": "0.005",
     }
+
+
+def end_process(process: subprocess.Popen[Any], grace: float = 10.0) -> None:
+    """SIGTERM a process this test started (if it still runs), SIGKILL it if it outlives
+    `grace` seconds, and reap it."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def wait_exited(process: psutil.Process, timeout: float = 15.0) -> None:

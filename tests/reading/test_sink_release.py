@@ -26,16 +26,14 @@ def test_a_released_batch_is_emptied_in_place(hand_backs: list[None]) -> None:
     assert same == []
 
 
-def test_a_large_batch_hands_freed_memory_back_once_it_is_dropped(hand_backs: list[None]) -> None:
+def test_a_large_batch_hands_freed_memory_back_once_it_is_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     events = [{"step": index} for index in range(RELEASE_TRIM_AT)]
-
-    def dropped_first() -> None:
-        assert events == []  # handed back only after the events are gone
-        hand_backs.append(None)
-
-    sink.return_freed_memory = dropped_first  # type: ignore[assignment] # undone by monkeypatch
+    hand_backs: list[int] = []  # how many events were still held at each hand-back
+    monkeypatch.setattr(sink, "return_freed_memory", lambda: hand_backs.append(len(events)))
     release(events)
-    assert len(hand_backs) == 1
+    assert hand_backs == [0]  # once, and only after the events are gone
 
 
 def test_a_small_batch_costs_no_hand_back(hand_backs: list[None]) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 import pytest
 from foreign import foreign_agy
+from simproc import end_process
 
 from omnigent_agy.rpc import listeners
 from omnigent_agy.rpc.client import RpcClient
@@ -179,13 +180,7 @@ def spawn() -> Iterator[Callable[..., Spawned]]:
 
     yield start
     for proc in started:
-        if proc.poll() is None:
-            proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end_process(proc)
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 stream.close()

@@ -14,9 +14,7 @@ import asyncio
 import contextlib
 import json
 import os
-import pwd
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simproc import FAST, Sim, sim_launcher, wait_for
+from foreign import AS_USER, other_user
+from simproc import FAST, Sim, end_process, sim_launcher, wait_for
 
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.discovery import discover_pin
@@ -37,7 +36,6 @@ pytestmark = pytest.mark.tmux
 
 TESTS = Path(__file__).resolve().parents[1]
 STRANGER = TESTS / "_stranger_tls.py"
-AS_USER = TESTS / "_as_user.py"
 
 
 @dataclass
@@ -56,20 +54,10 @@ class Stranger:
         return (self.folder / "received").read_bytes()
 
 
-def _other_user() -> tuple[int, int] | None:
-    if os.geteuid() != 0:
-        return None
-    try:
-        entry = pwd.getpwnam("nobody")
-    except KeyError:
-        return None
-    return (entry.pw_uid, entry.pw_gid) if entry.pw_uid != os.getuid() else None
-
-
 @contextlib.contextmanager
 def stranger_on(port: int) -> Iterator[Stranger]:
     """The stranger, bound to ``port`` (it takes the port the moment it is free)."""
-    other = _other_user()
+    other, _ = other_user()  # pinning does not depend on the uid: as this user where none
     folder = Path(tempfile.mkdtemp(prefix="omnigent-agy-stranger-", dir="/tmp"))
     if other is None:
         argv = [sys.executable, str(STRANGER), str(port), str(folder)]
@@ -87,12 +75,7 @@ def stranger_on(port: int) -> Iterator[Stranger]:
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         yield Stranger(folder, uid)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end_process(proc)
         if proc.stderr is not None:
             proc.stderr.close()
         shutil.rmtree(folder, ignore_errors=True)
