@@ -1,0 +1,268 @@
+"""agy-sim's command line: agy's own flags and the simulator's switches, as ``SimOptions``.
+
+    agy-sim [--csrf_token=T] [--log-file PATH] [--gemini_dir DIR] [--conversation ID]
+            [--model M] [--effort E] [--mode MODE] [--dangerously-skip-permissions]
+            [--sim-... switches]
+    agy-sim --version
+    agy-sim [--output-format json] models
+
+Switches that exist only in the simulator start with ``--sim-`` and each has an
+``AGY_SIM_*`` environment variable (the flag wins), so a launcher that passes agy's own
+flags can still configure it. docs/simulator.md lists them all. ``__main__`` runs the command
+these options ask for; ``process`` runs the language server with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from agy_sim.faults import FaultConfigError, FaultRule, control_file_for, parse_spec
+from agy_sim.quota import QUOTA_SCENARIOS
+from agy_sim.workspace import spelled_cwd
+
+SIM_VERSION: Final = "1.2.5-sim"
+# CSRF arrived in agy 1.2.2 (docs/wire.md §1): an older version enforces no token.
+FIRST_CSRF_VERSION: Final = (1, 2, 2)
+# Real agy spends 7-9 s on an account eligibility check before it is ready (docs/wire.md §1).
+DEFAULT_STARTUP_DELAY: Final = 8.0
+
+TRUTHY: Final = frozenset({"1", "true", "yes", "on"})
+MODELS_FORMATS: Final = ("table", "ids")
+
+
+@dataclass(frozen=True, slots=True)
+class SimOptions:
+    """Everything the command line and the ``AGY_SIM_*`` environment asked for."""
+
+    command: str | None = None
+    show_version: bool = False
+    csrf_token: str | None = None
+    log_file: Path | None = None
+    gemini_dir: Path = Path("~/.gemini")
+    keeps_conversations: bool = False  # only under a --gemini_dir given: never the real one
+    ignored_gemini_dir: Path | None = None  # a relative --gemini_dir, which agy ignores
+    conversation: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    mode: str | None = None
+    skip_permissions: bool = False
+    startup_delay: float = DEFAULT_STARTUP_DELAY
+    waiting_timeout: float | None = None
+    token_delay: float | None = None
+    long_token_delay: float | None = None
+    slow_command_seconds: float | None = None
+    faults_file: Path | None = None
+    fault_rules: tuple[FaultRule, ...] = ()
+    signed_out: bool = False
+    debug_rpc: bool = False
+    history_steps: int = 0
+    http2_only: bool = False
+    output_format: str = "text"
+    models_format: str = "table"
+    quota: str = "normal"
+    http1_only: bool = False
+    frame_log: Path | None = None
+    version: str = SIM_VERSION
+    workspace: Path = Path()
+
+    @property
+    def enforces_csrf(self) -> bool:
+        return version_tuple(self.version) >= FIRST_CSRF_VERSION
+
+    def __repr__(self) -> str:  # never shows the token (docs/decisions.md §9)
+        token = "set" if self.csrf_token else "unset"
+        return f"SimOptions(command={self.command!r}, csrf_token={token}, version={self.version!r})"
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"1.2.1-sim"`` → ``(1, 2, 1)``; no leading number counts as the newest."""
+    match = re.match(r"\d+(?:\.\d+)*", version.strip())
+    if match is None:
+        return (sys.maxsize,)
+    return tuple(int(part) for part in match.group(0).split("."))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agy-sim",
+        description="A simulated agy (Antigravity CLI) for tests and demos.",
+        epilog="Every --sim-* switch also reads an AGY_SIM_* environment variable.",
+    )
+    parser.add_argument("command", nargs="?", choices=("models",), help="list models")
+    agy = parser.add_argument_group("agy's flags")
+    agy.add_argument("--version", dest="show_version", action="store_true")
+    agy.add_argument("--csrf_token", metavar="TOKEN")
+    agy.add_argument("--log-file", type=Path, metavar="PATH")
+    agy.add_argument("--gemini_dir", type=Path, metavar="DIR")
+    agy.add_argument("--conversation", metavar="ID", help="start on this stored conversation")
+    agy.add_argument("--model")
+    agy.add_argument("--effort")
+    agy.add_argument("--mode")
+    agy.add_argument("--dangerously-skip-permissions", dest="skip_permissions", action="store_true")
+    agy.add_argument("--output-format", choices=("text", "json"), help="before the sub-command")
+    sim = parser.add_argument_group("simulator switches")
+    sim.add_argument("--sim-startup-delay", type=float, metavar="SECONDS")
+    sim.add_argument("--sim-waiting-timeout", type=float, metavar="SECONDS")
+    sim.add_argument("--sim-token-delay", type=float, metavar="SECONDS")
+    sim.add_argument("--sim-long-token-delay", type=float, metavar="SECONDS")
+    sim.add_argument("--sim-slow-command-seconds", type=float, metavar="SECONDS")
+    sim.add_argument("--sim-faults", type=Path, metavar="PATH", help="JSON fault control file")
+    sim.add_argument("--sim-fault", action="append", default=[], metavar="SPEC")
+    sim.add_argument("--sim-signed-out", action="store_true", default=None)
+    sim.add_argument("--sim-version", metavar="VERSION")
+    sim.add_argument(
+        "--sim-debug-rpc", action="store_true", default=None, help="serve SimulatorSnapshot"
+    )
+    sim.add_argument(
+        "--sim-http2-only", action="store_true", default=None, help="answer 501 to HTTP/1.1"
+    )
+    sim.add_argument(
+        "--sim-models-format",
+        choices=MODELS_FORMATS,
+        help="what `models` prints: the table (default) or bare ids (builds before August 2026)",
+    )
+    sim.add_argument(
+        "--sim-quota",
+        choices=QUOTA_SCENARIOS,
+        help="the account's quota: normal, low, exhausted (Gemini), malformed or missing answers",
+    )
+    sim.add_argument(
+        "--sim-http1-only",
+        action="store_true",
+        default=None,
+        help="offer only http/1.1 in TLS (ALPN): an agy the plugin's HTTP/2 cannot reach",
+    )
+    sim.add_argument(
+        "--sim-frame-log",
+        type=Path,
+        metavar="PATH",
+        help="append a line per stream frame sent (its time and answer lengths; benchmarks)",
+    )
+    sim.add_argument(
+        "--sim-history",
+        type=int,
+        metavar="STEPS",
+        help="finished steps the TUI cascade starts with",
+    )
+    return parser
+
+
+def parse_options(
+    argv: Sequence[str], environ: Mapping[str, str], *, cwd: Path | None = None
+) -> SimOptions:
+    """Options from ``argv`` and ``environ``; exits 2 with a usage message when invalid."""
+    parser = build_parser()
+    args = parser.parse_args(list(argv))
+    if args.output_format is not None and _after_command(argv, "--output-format"):
+        # agy reads it only ahead of the sub-command (docs/wire.md §9); what it does with one
+        # after is not reported: refusing it is a guess that keeps a misplaced flag visible.
+        parser.error(
+            "--output-format must come before the sub-command (agy --output-format json models)"
+        )
+    quota = args.sim_quota or environ.get("AGY_SIM_QUOTA") or "normal"
+    if quota not in QUOTA_SCENARIOS:
+        parser.error(f"AGY_SIM_QUOTA must be one of {', '.join(QUOTA_SCENARIOS)}")
+    models_format = args.sim_models_format or environ.get("AGY_SIM_MODELS_FORMAT") or "table"
+    if models_format not in MODELS_FORMATS:
+        parser.error(f"AGY_SIM_MODELS_FORMAT must be one of {', '.join(MODELS_FORMATS)}")
+
+    def number(flag: float | None, env: str) -> float | None:
+        if flag is not None:
+            value = flag
+        elif environ.get(env):
+            try:
+                value = float(environ[env])
+            except ValueError:
+                parser.error(f"{env} must be a number of seconds")
+        else:
+            return None
+        if value < 0:
+            parser.error(f"{env.lower()} must not be negative")
+        return value
+
+    specs = [*filter(None, environ.get("AGY_SIM_FAULT", "").split(";")), *args.sim_fault]
+    try:
+        rules = tuple(parse_spec(spec) for spec in specs)
+    except FaultConfigError as exc:
+        parser.error(str(exc))
+    faults_path = args.sim_faults or (
+        Path(environ["AGY_SIM_FAULTS"]) if environ.get("AGY_SIM_FAULTS") else None
+    )
+    signed_out = args.sim_signed_out or environ.get("AGY_SIM_SIGNED_OUT", "").lower() in TRUTHY
+    startup_delay = number(args.sim_startup_delay, "AGY_SIM_STARTUP_DELAY")
+    history = args.sim_history
+    if history is None and environ.get("AGY_SIM_HISTORY"):
+        try:
+            history = int(environ["AGY_SIM_HISTORY"])
+        except ValueError:
+            parser.error("AGY_SIM_HISTORY must be a whole number of steps")
+    if history is not None and history < 0:
+        parser.error("agy_sim_history must not be negative")
+    # agy ignores a relative --gemini_dir and falls back to its default (docs/wire.md §9).
+    ignored = args.gemini_dir if args.gemini_dir and not args.gemini_dir.is_absolute() else None
+    given = None if ignored is not None else args.gemini_dir
+    gemini_dir = given or Path.home() / ".gemini"
+    # A folder of control files: this agy follows its own (one per --gemini_dir).
+    faults_file = (
+        control_file_for(faults_path, gemini_dir)
+        if faults_path is not None and faults_path.is_dir()
+        else faults_path
+    )
+    return SimOptions(
+        command=args.command,
+        show_version=args.show_version,
+        csrf_token=args.csrf_token,
+        log_file=args.log_file,
+        gemini_dir=gemini_dir,
+        keeps_conversations=given is not None,
+        ignored_gemini_dir=ignored,
+        conversation=args.conversation,
+        model=args.model,
+        effort=args.effort,
+        mode=args.mode,
+        skip_permissions=args.skip_permissions,
+        startup_delay=DEFAULT_STARTUP_DELAY if startup_delay is None else startup_delay,
+        waiting_timeout=number(args.sim_waiting_timeout, "AGY_SIM_WAITING_TIMEOUT"),
+        token_delay=number(args.sim_token_delay, "AGY_SIM_TOKEN_DELAY"),
+        long_token_delay=number(args.sim_long_token_delay, "AGY_SIM_LONG_TOKEN_DELAY"),
+        slow_command_seconds=number(args.sim_slow_command_seconds, "AGY_SIM_SLOW_COMMAND_SECONDS"),
+        faults_file=faults_file,
+        fault_rules=rules,
+        signed_out=bool(signed_out),
+        debug_rpc=bool(
+            args.sim_debug_rpc or environ.get("AGY_SIM_DEBUG_RPC", "").lower() in TRUTHY
+        ),
+        history_steps=history or 0,
+        http2_only=bool(
+            args.sim_http2_only or environ.get("AGY_SIM_HTTP2_ONLY", "").lower() in TRUTHY
+        ),
+        http1_only=bool(
+            args.sim_http1_only or environ.get("AGY_SIM_HTTP1_ONLY", "").lower() in TRUTHY
+        ),
+        frame_log=args.sim_frame_log or _path(environ.get("AGY_SIM_FRAME_LOG")),
+        version=args.sim_version or environ.get("AGY_SIM_VERSION") or SIM_VERSION,
+        output_format=args.output_format or "text",
+        models_format=models_format,
+        quota=quota,
+        # As spelled (PWD, when it names the working folder): agy tests the spelling (§9).
+        workspace=cwd if cwd is not None else spelled_cwd(environ),
+    )
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+def _after_command(argv: Sequence[str], flag: str) -> bool:
+    """Whether ``flag`` comes after the sub-command on the command line."""
+    words = list(argv)
+    if "models" not in words:
+        return False
+    at = words.index("models")
+    return any(w == flag or w.startswith(f"{flag}=") for w in words[at + 1 :])
