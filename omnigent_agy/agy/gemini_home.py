@@ -1,12 +1,12 @@
-"""The private ``--gemini_dir`` seeded from the person's own ``~/.gemini`` (WIRE.md §1b).
+"""The private ``--gemini_dir`` seeded from the person's own ``~/.gemini`` (docs/wire.md §1b).
 
 agy reads *everything* from its gemini dir: with a private one that is empty it is not the
 person's agy (signed out, onboarding again, a trust dialog blocking the TUI, no ``gcp``
 settings, none of their skills, plugins, hooks or MCP servers). :func:`seed_gemini_dir`
 fills the conversation's private folder from the person's, part by part; each part's
-comment names the WIRE.md §1b fact it follows.
+comment names the docs/wire.md §1b fact it follows.
 
-Safety (DESIGN-NOTES §9): what is copied lands with mode 0600 in 0700 directories inside the
+Safety (docs/decisions.md §9): what is copied lands with mode 0600 in 0700 directories inside the
 conversation's state directory; file contents are never logged (only the parts' names);
 nothing is read through a symlink that leads out of the person's gemini dir.
 
@@ -22,16 +22,19 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from omnigent_agy.agy.gemini_source import GeminiSource, SeedError, SeedReport
+from omnigent_agy.agy.mcp_selection import McpSelection
 from omnigent_agy.agy.statedir import write_private_file
-from omnigent_agy.rpc.errors import AgyError
 
 __all__ = [
+    "AGY_DIR",
     "CREDENTIAL_FILES",
     "GEMINI_HOME_ENV",
     "INSTRUCTIONS_FILE",
@@ -40,15 +43,15 @@ __all__ = [
     "ONBOARDING_FLAGS",
     "SETTINGS_FILE",
     "GeminiSeed",
-    "McpSelection",
-    "SeedError",
-    "SeedReport",
     "person_gemini_dir",
     "seed_gemini_dir",
+    "sync_sign_in",
 ]
 
 _log = logging.getLogger(__name__)
 
+#: agy's own folder inside a gemini dir (its sign-in, settings, onboarding flags, skills).
+AGY_DIR: Final = Path("antigravity-cli")
 #: The person's gemini dir to seed from, when it is not ``~/.gemini`` (tests, unusual homes).
 GEMINI_HOME_ENV: Final = "OMNIGENT_AGY_GEMINI_HOME"
 
@@ -56,30 +59,31 @@ GEMINI_HOME_ENV: Final = "OMNIGENT_AGY_GEMINI_HOME"
 # `oauth_creds.json`, the account list and the installation ids. Copied at every seed: a
 # token renewed by the person's own agy reaches a running conversation at its re-attach.
 CREDENTIAL_FILES: Final = (
-    Path("antigravity-cli") / "antigravity-oauth-token",
+    AGY_DIR / "antigravity-oauth-token",
     Path("oauth_creds.json"),
 )
 _SIGN_IN_FILES: Final = (
     *CREDENTIAL_FILES,
     Path("google_accounts.json"),
     Path("installation_id"),
-    Path("antigravity-cli") / "installation_id",
+    AGY_DIR / "installation_id",
 )
 # §1b Onboarding: without these three flags agy walks through onboarding in its TUI.
-ONBOARDING_FILE: Final = Path("antigravity-cli") / "cache" / "onboarding.json"
+ONBOARDING_FILE: Final = AGY_DIR / "cache" / "onboarding.json"
 ONBOARDING_FLAGS: Final = (
     "onboardingComplete",
     "consumerOnboardingComplete",
     "enterpriseOnboardingComplete",
 )
 _MIGRATED: Final = Path("config") / ".migrated"
-# §1b Settings: the person's file (its `gcp` block), survey off (§1), workspace trusted.
-SETTINGS_FILE: Final = Path("antigravity-cli") / "settings.json"
+# §1b Settings: the person's file (its `gcp` block), survey off (§1), workspace trusted once the
+# person trusts it (§9).
+SETTINGS_FILE: Final = AGY_DIR / "settings.json"
 # §1b Extensions: skill trees and the plugins folder are linked (a skill written or a
 # plugin installed meanwhile stays visible, and nothing large is copied); the manifest
 # naming the imported plugins and the hooks are copied.
 _LINKED_DIRS: Final = (
-    Path("antigravity-cli") / "skills",
+    AGY_DIR / "skills",
     Path("skills"),
     Path("config") / "plugins",
 )
@@ -87,68 +91,10 @@ _IMPORT_MANIFEST: Final = Path("config") / "import_manifest.json"
 _HOOKS: Final = Path("config") / "hooks.json"
 # §1b MCP: agy reads MCP servers only from here; there is no --mcp-config flag.
 MCP_CONFIG: Final = Path("config") / "mcp_config.json"
-# Not in WIRE.md: third-party Antigravity docs say global rules live in
-# `~/.gemini/GEMINI.md` (a guess for agy; docs/configuration.md says so).
+# Global rules live in `GEMINI.md` at the top of the gemini dir: one user report
+# (docs/wire.md §9) and third-party Antigravity docs (docs/configuration.md).
 INSTRUCTIONS_FILE: Final = Path("GEMINI.md")
 _INSTRUCTIONS_HEADING: Final = "# Instructions from omnigent (this conversation's agent)"
-
-
-class SeedError(AgyError):
-    """A file of the person's gemini dir cannot be used as it is (e.g. not JSON)."""
-
-    code = "agy_settings_invalid"
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        super().__init__(message)
-        self.path = path
-        self.remediation = (
-            f"Fix or remove {path} (agy reads it too: `agy` in a terminal shows what it makes "
-            "of it); then run `omnigent-agy doctor`."
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class McpSelection:
-    """Which of the person's MCP servers one agent's agy gets: all (the default), only an
-    allow-list, or all but a deny-list."""
-
-    allow: tuple[str, ...] | None = None
-    deny: tuple[str, ...] = ()
-
-    def admits(self, name: str) -> bool:
-        if name in self.deny:
-            return False
-        return self.allow is None or name in self.allow
-
-    @classmethod
-    def parse(cls, raw: object, *, key: str) -> McpSelection:
-        """``{allow: [names]}`` or ``{deny: [names]}``; ValueError naming ``key`` otherwise."""
-        if raw is None:
-            return cls()
-        if not isinstance(raw, Mapping):
-            # ValueError, not TypeError: every caller reports it as a configuration error.
-            raise ValueError(f"{key} must be a mapping with 'allow' or 'deny' (a list of names)")  # noqa: TRY004
-        unknown = sorted(str(name) for name in raw if name not in ("allow", "deny"))
-        if unknown:
-            raise ValueError(f"{key}.{unknown[0]} is not a setting; use 'allow' or 'deny'")
-        if "allow" in raw and "deny" in raw:
-            raise ValueError(f"{key} takes 'allow' or 'deny', not both")
-        lists: dict[str, tuple[str, ...]] = {}
-        for which in ("allow", "deny"):
-            names = raw.get(which)
-            if which not in raw:
-                continue
-            if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
-                raise ValueError(f"{key}.{which} must be a list of MCP server names")
-            lists[which] = tuple(names)
-        if "allow" in lists:
-            return cls(allow=lists["allow"])
-        return cls(deny=lists.get("deny", ()))
-
-    def describe(self) -> str:
-        if self.allow is not None:
-            return f"only {', '.join(self.allow) or 'none'}"
-        return f"all but {', '.join(self.deny)}" if self.deny else "all"
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +103,9 @@ class GeminiSeed:
 
     source: Path
     """The person's gemini dir (``~/.gemini``)."""
-    workspace: Path
+    trusted_workspace: Path | None = None
+    """The path agy is started in, written to ``trustedWorkspaces`` exactly as agy compares
+    it (docs/wire.md §9): set only once the person trusts the workspace (``agy.trust``)."""
     mcp_selection: McpSelection = field(default_factory=McpSelection)
     extra_mcp_servers: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     """Servers of the plugin's own (omnigent's tool relay), added beside the person's."""
@@ -167,67 +115,10 @@ class GeminiSeed:
     """GEMINI_API_KEY is set: §1b's other way in needs `"modelProvider": "gemini"`."""
 
 
-@dataclass(slots=True)
-class SeedReport:
-    """What a seed did, by part name (never a file's content)."""
-
-    copied: list[str] = field(default_factory=list)
-    linked: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    mcp_servers: tuple[str, ...] = ()
-
-
 def person_gemini_dir(configured: str | None, env: Mapping[str, str]) -> Path:
     """``$OMNIGENT_AGY_GEMINI_HOME``, else the configured folder, else ``~/.gemini``."""
     chosen = env.get(GEMINI_HOME_ENV, "").strip() or configured
     return Path(chosen).expanduser() if chosen else Path.home() / ".gemini"
-
-
-class _Source:
-    """Reads from the person's gemini dir without following a link out of it."""
-
-    def __init__(self, root: Path, report: SeedReport) -> None:
-        self.root = root
-        self.real_root = root.resolve()
-        self.report = report
-
-    def inside(self, relative: Path) -> Path | None:
-        """The resolved path of ``relative`` when it exists inside the root, else None."""
-        path = self.root / relative
-        if not path.exists():
-            return None
-        resolved = path.resolve()
-        if not resolved.is_relative_to(self.real_root):
-            # A link out of ~/.gemini (dotfiles, or something planted): never read it.
-            _log.warning("not seeding %s: it links outside %s", relative, self.root)
-            self.report.skipped.append(f"{relative} (links outside {self.root})")
-            return None
-        return resolved
-
-    def read(self, relative: Path) -> bytes | None:
-        resolved = self.inside(relative)
-        if resolved is None or not resolved.is_file():
-            return None
-        fd = os.open(resolved, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read()
-
-    def json_object(self, relative: Path) -> dict[str, Any] | None:
-        data = self.read(relative)
-        if data is None:
-            return None
-        try:
-            value = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise SeedError(
-                f"{self.root / relative} is not valid JSON ({type(exc).__name__})",
-                path=self.root / relative,
-            ) from None
-        if not isinstance(value, dict):
-            raise SeedError(
-                f"{self.root / relative} is not a JSON object", path=self.root / relative
-            )
-        return value
 
 
 def _write(target: Path, relative: Path, content: str | bytes) -> None:
@@ -247,7 +138,7 @@ def seed_gemini_dir(target: Path, seed: GeminiSeed, *, fresh: bool) -> SeedRepor
     file is simply not seeded (the pre-flight then says what that means).
     """
     report = SeedReport()
-    source = _Source(seed.source, report)
+    source = GeminiSource(seed.source, report)
     target.mkdir(mode=0o700, parents=True, exist_ok=True)
     _seed_sign_in(target, source)
     _seed_onboarding(target, source)
@@ -266,16 +157,54 @@ def seed_gemini_dir(target: Path, seed: GeminiSeed, *, fresh: bool) -> SeedRepor
     return report
 
 
-def _seed_sign_in(target: Path, source: _Source) -> None:
-    # §1b Sign-in (see CREDENTIAL_FILES): secrets, so 0600 like every file written here.
+def sync_sign_in(target: Path, source: Path) -> bool:
+    """The person's sign-in, as it is now, in a conversation's private gemini dir: a file
+    renewed is copied again, a file the person no longer has (signed out, revoked, another
+    way in) is removed from the copy too; True when anything changed."""
+    return _seed_sign_in(target, GeminiSource(source, SeedReport()))
+
+
+def _seed_sign_in(target: Path, source: GeminiSource) -> bool:
+    # §1b Sign-in (see CREDENTIAL_FILES): secrets, so 0600 like every file written here. No
+    # copy outlives the person's own: signed out there, signed out here.
+    changed = False
     for relative in _SIGN_IN_FILES:
         data = source.read(relative)
-        if data is not None:
+        path = target / relative
+        if data is None:
+            if path.is_file() or path.is_symlink():
+                path.unlink()
+                changed = True
+            continue
+        try:
+            current: bytes | None = path.read_bytes()
+        except OSError:
+            current = None
+        # The same sign-in with a fresher access token (agy renews its own copy, the
+        # person's agy theirs) is no change: agy keeps its copy and renews it itself.
+        if current is None or _sign_in_identity(current) != _sign_in_identity(data):
             _write(target, relative, data)
-            source.report.copied.append(str(relative))
+            changed = True
+        source.report.copied.append(str(relative))
+    return changed
 
 
-def _seed_onboarding(target: Path, source: _Source) -> None:
+def _sign_in_identity(data: bytes) -> object:
+    """What names a sign-in in one of its files: the refresh token and the active account of
+    a JSON file (at the top or under ``token``, §1b), else the bytes."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return data
+    if not isinstance(value, dict):
+        return data
+    nested = value.get("token")
+    token = nested if isinstance(nested, dict) else value
+    refresh, active = token.get("refresh_token"), value.get("active")
+    return (refresh, active) if refresh is not None or active is not None else data
+
+
+def _seed_onboarding(target: Path, source: GeminiSource) -> None:
     # §1b Onboarding: the person's state (it may carry more than the flags) with the three
     # flags set, and `config/.migrated` present.
     state = source.json_object(ONBOARDING_FILE) or {}
@@ -286,17 +215,19 @@ def _seed_onboarding(target: Path, source: _Source) -> None:
     source.report.copied.append(str(ONBOARDING_FILE))
 
 
-def _seed_settings(target: Path, source: _Source, seed: GeminiSeed) -> None:
+def _seed_settings(target: Path, source: GeminiSource, seed: GeminiSeed) -> None:
     # §1b Settings: the person's file is the base (its `gcp` block, else turns fail with
-    # `invalid location: ""`); survey off (§1: it swallows input); this workspace trusted
-    # (else "Do you trust this project?" blocks the TUI before any turn).
+    # `invalid location: ""`); survey off (§1: it swallows input); the workspace trusted once
+    # the person trusts it (else "Do you trust the contents of this project?" blocks the TUI,
+    # §9), never on their behalf: trust admits the workspace's own MCP servers (§9,
+    # docs/decisions.md §11).
     settings = source.json_object(SETTINGS_FILE) or {}
     settings["showFeedbackSurvey"] = False
     trusted = settings.get("trustedWorkspaces")
     workspaces = [str(w) for w in trusted] if isinstance(trusted, list) else []
-    workspace = str(seed.workspace.resolve())
-    if workspace not in workspaces:
-        workspaces.append(workspace)
+    if seed.trusted_workspace is not None and str(seed.trusted_workspace) not in workspaces:
+        # Exactly as agy is started in it: agy compares the spelling, not the folder (§9).
+        workspaces.append(str(seed.trusted_workspace))
     settings["trustedWorkspaces"] = workspaces
     if seed.api_key and "modelProvider" not in settings:
         # §1b: GEMINI_API_KEY is the other way in, with this setting.
@@ -305,7 +236,7 @@ def _seed_settings(target: Path, source: _Source, seed: GeminiSeed) -> None:
     source.report.copied.append(str(SETTINGS_FILE))
 
 
-def _seed_extensions(target: Path, source: _Source) -> None:
+def _seed_extensions(target: Path, source: GeminiSource) -> None:
     # §1b The person's extensions: skills and plugins live in the gemini dir.
     for relative in _LINKED_DIRS:
         _link(target, source, relative)
@@ -336,28 +267,38 @@ def _in_dir(value: Any, directory: Path) -> Any:
     return walked
 
 
-def _link(target: Path, source: _Source, relative: Path) -> None:
+def _link(target: Path, source: GeminiSource, relative: Path) -> None:
     real = source.inside(relative)
     link = target / relative
     if real is None or not real.is_dir():
         if link.is_symlink():
-            link.unlink()  # the person removed it
+            link.unlink(missing_ok=True)  # the person removed it (another seeder may have too)
         return
-    if link.is_symlink():
-        if link.resolve() == real:
-            source.report.linked.append(str(relative))
-            return
-        link.unlink()
-    elif link.exists():
+    if link.is_symlink() and link.resolve() == real:
+        source.report.linked.append(str(relative))
+        return
+    if link.exists() and not link.is_symlink():
         # agy made a folder of its own there: it is agy's now, leave it.
         source.report.skipped.append(f"{relative} (agy's own folder)")
         return
     link.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    link.symlink_to(real, target_is_directory=True)
+    # Made beside it under a name of its own and renamed over it: with two seeders of one
+    # folder at once (a turn's and the doctor's), neither fails on the other's link and the
+    # link is never missing (issue 18). A rename cannot replace agy's own folder.
+    temporary = link.with_name(f".{link.name}.{secrets.token_hex(6)}")
+    temporary.symlink_to(real, target_is_directory=True)
+    try:
+        os.replace(temporary, link)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        if not link.is_symlink():
+            source.report.skipped.append(f"{relative} (agy's own folder)")
+            return
+        raise
     source.report.linked.append(str(relative))
 
 
-def _seed_mcp(target: Path, source: _Source, seed: GeminiSeed) -> tuple[str, ...]:
+def _seed_mcp(target: Path, source: GeminiSource, seed: GeminiSeed) -> tuple[str, ...]:
     # §1b MCP servers: the person's, as this agent's selection admits, and the plugin's own.
     config = source.json_object(MCP_CONFIG) or {}
     servers = config.get("mcpServers") or {}
@@ -376,7 +317,7 @@ def _seed_mcp(target: Path, source: _Source, seed: GeminiSeed) -> tuple[str, ...
     return tuple(chosen)
 
 
-def _seed_instructions(target: Path, source: _Source, instructions: str | None) -> None:
+def _seed_instructions(target: Path, source: GeminiSource, instructions: str | None) -> None:
     # The person's global rules stay first; the agent's prompt follows under its heading.
     own = source.read(INSTRUCTIONS_FILE)
     parts = [own.decode("utf-8", errors="replace").rstrip()] if own else []

@@ -1,6 +1,6 @@
 """The agys omnigent-agy keeps running: list them, stop one or all (`omnigent-agy ps|stop`).
 
-agy outlives harness processes on purpose (a respawned harness re-attaches, DESIGN-NOTES §4),
+agy outlives harness processes on purpose (a respawned harness re-attaches, docs/decisions.md §4),
 so something must let a person see and end them. Every agy has a record in its conversation's
 private state directory. Stopping one ends its tmux session and process (by pid, checked
 against the recorded start time) and keeps the record, marked stopped, with the conversation
@@ -21,8 +21,9 @@ import psutil
 
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, StateDirError, default_state_base
 from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.agy.workspace import remove_link
 
-__all__ = ["RunningAgy", "list_running", "now", "owner_uid", "stop_running"]
+__all__ = ["RunningAgy", "list_running", "now", "owner_uid", "recorded", "stop_running"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,15 +95,24 @@ def _records(root: Path) -> Iterator[RunningAgy]:
         if not directory.is_dir() or directory.is_symlink():
             continue
         try:
-            record = SessionStateDir(directory).read_record()
+            found = recorded(directory)
         except StateDirError:
             continue
-        if record is None:
-            continue
-        alive, started = _alive(record)
-        yield RunningAgy(
-            key=directory.name, state_dir=directory, record=record, alive=alive, started=started
-        )
+        if found is not None:
+            yield found
+
+
+def recorded(state_dir: Path) -> RunningAgy | None:
+    """The agy one conversation's state directory records (None: no record there).
+
+    Raises ``StateDirError`` for a record that is not safe to read (owner, permissions)."""
+    record = SessionStateDir(state_dir).read_record()
+    if record is None:
+        return None
+    alive, started = _alive(record)
+    return RunningAgy(
+        key=state_dir.name, state_dir=state_dir, record=record, alive=alive, started=started
+    )
 
 
 def stop_running(running: RunningAgy, reason: str, *, timeout: float = 5.0) -> bool:
@@ -122,9 +132,15 @@ def stop_running(running: RunningAgy, reason: str, *, timeout: float = 5.0) -> b
         else:
             _terminate(running.pid, running.record.pid_create_time, timeout)
     state = running.state
-    record = state.read_record()
-    if record is not None and record.pid == running.pid and record.stopped_at is None:
-        state.write_record(record.as_stopped(reason, now()))
+    stopped_at = now()
+    state.update_record(
+        lambda record: (
+            record.as_stopped(reason, stopped_at)
+            if record.pid == running.pid and record.stopped_at is None
+            else record
+        )
+    )
+    remove_link(state.path)  # a hidden workspace's link; the next launch makes it again
     return True
 
 

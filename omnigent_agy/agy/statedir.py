@@ -1,4 +1,4 @@
-"""Per-conversation private state directories (DESIGN-NOTES §9).
+"""Per-conversation private state directories (docs/decisions.md §9).
 
 Everything one agy needs to survive a harness restart lives in one directory per
 conversation, created 0700 and owned by the user: agy's log file (``--log-file``), its
@@ -14,11 +14,14 @@ someone else may have read or replaced the token.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import stat
+import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Self
@@ -27,6 +30,7 @@ from omnigent_agy.rpc.errors import AgyError
 
 __all__ = [
     "STATE_DIR_ENV",
+    "XDG_STATE_ENV",
     "AgyRecord",
     "SessionStateDir",
     "StateDirError",
@@ -36,6 +40,9 @@ __all__ = [
 
 #: Overrides the base directory of every session's state (tests, unusual installs).
 STATE_DIR_ENV = "OMNIGENT_AGY_STATE_DIR"
+#: Where the XDG spec puts a user's state, when it is set.
+XDG_STATE_ENV = "XDG_STATE_HOME"
+_FOLDER = "omnigent-agy"  # under $XDG_STATE_HOME or ~/.local/state
 
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
@@ -64,15 +71,28 @@ class StateDirError(AgyError):
 
 def default_state_base() -> Path:
     """``$OMNIGENT_AGY_STATE_DIR``, else ``$XDG_STATE_HOME/omnigent-agy``, else
-    ``~/.local/state/omnigent-agy``."""
-    override = os.environ.get(STATE_DIR_ENV)
+    ``~/.local/state/omnigent-agy``; always absolute.
+
+    A relative ``OMNIGENT_AGY_STATE_DIR`` is refused (:class:`StateDirError`): it would name
+    another folder in each process that reads it — ``omnigent host`` and its sweeper, the
+    harness process (started in the session's workspace), ``omnigent-agy ps`` — so one would
+    never find the agys another started (issue 18)."""
+    override = os.environ.get(STATE_DIR_ENV, "").strip()
     if override:
-        return Path(override).expanduser()
-    xdg = os.environ.get("XDG_STATE_HOME")
+        path = Path(override).expanduser()
+        if not path.is_absolute():
+            raise StateDirError(
+                f"{STATE_DIR_ENV} is {override!r}, a relative path",
+                path=path,
+                remediation=f"Set {STATE_DIR_ENV} to an absolute path (or one under ~), "
+                "or unset it to use ~/.local/state/omnigent-agy.",
+            )
+        return path
+    xdg = os.environ.get(XDG_STATE_ENV)
     # The XDG spec says relative values are invalid and must be ignored.
     if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "omnigent-agy"
-    return Path.home() / ".local" / "state" / "omnigent-agy"
+        return Path(xdg) / _FOLDER
+    return Path.home() / ".local" / "state" / _FOLDER
 
 
 def state_key(conversation_id: str) -> str:
@@ -145,7 +165,7 @@ class AgyRecord:
             raise ValueError(f"malformed agy record: {exc}") from exc
 
     def with_cascade(self, cascade_id: str, *, follows_tui: bool = False) -> AgyRecord:
-        """The same record bound to ``cascade_id`` (DESIGN-NOTES §4: bound once, persisted)."""
+        """The same record bound to ``cascade_id`` (docs/decisions.md §4: bound once, persisted)."""
         return replace(self, cascade_id=cascade_id, follows_tui=follows_tui)
 
     def as_stopped(self, reason: str, at: float) -> AgyRecord:
@@ -174,7 +194,8 @@ class SessionStateDir:
     @classmethod
     def open(cls, conversation_id: str, *, base: Path | None = None) -> Self:
         """Create (or check) the directory for ``conversation_id`` under ``base``."""
-        root = (base if base is not None else default_state_base()).expanduser()
+        # Absolute, whatever ``base`` is: agy ignores a relative --gemini_dir (docs/wire.md §9).
+        root = (base if base is not None else default_state_base()).expanduser().absolute()
         _ensure_private_dir(root, create_parents=True, base=True)
         directory = root / state_key(conversation_id)
         _ensure_private_dir(directory)
@@ -193,7 +214,7 @@ class SessionStateDir:
 
     @property
     def gemini_dir(self) -> Path:
-        """agy's ``--gemini_dir``: isolates its state and config per session (WIRE.md §1)."""
+        """agy's ``--gemini_dir``: isolates its state and config per session (docs/wire.md §1)."""
         return self.path / "gemini"
 
     @property
@@ -234,26 +255,64 @@ class SessionStateDir:
         """Store ``record`` atomically (temp file + rename) with mode 0600."""
         write_private_file(self.record_file, record.to_json())
 
+    def update_record(self, change: Callable[[AgyRecord], AgyRecord]) -> AgyRecord | None:
+        """Rewrite the stored record as ``change`` makes it from the record stored now (None,
+        and nothing written, when there is none), excluding every other update, in any thread
+        or process: a port update made from an older read can no longer undo the stop mark
+        `omnigent-agy stop` wrote meanwhile (issue 18). ``change`` returns its argument to
+        leave the record as it is."""
+        fd = os.open(self.path / "agy.json.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            record = self.read_record()
+            if record is None:
+                return None
+            changed = change(record)
+            if changed != record:
+                self.write_record(changed)
+            return changed
+        finally:
+            os.close(fd)  # closing releases the lock
+
     def clear_record(self) -> None:
         """Forget the running agy (after it was stopped)."""
         self.record_file.unlink(missing_ok=True)
 
 
-def write_private_file(path: Path, content: str | bytes) -> None:
-    """Atomically replace ``path`` with ``content``, mode 0600, never following a symlink."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _FILE_MODE)
+def write_private_file(path: Path, content: str | bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``content``, mode 0600, never following a symlink.
+
+    Safe with any number of writers at once, threads or processes: each write goes to a temp
+    file of its own beside ``path`` (a random name, created ``O_EXCL | O_NOFOLLOW`` and 0600 by
+    ``mkstemp``) and is renamed over ``path``, so a reader sees one writer's whole content and
+    the last rename wins. (One temp name per process made two threads' writes collide: issue
+    18.) ``durable`` flushes the file and its directory to disk before returning, for what must
+    survive a power cut; a killed process loses nothing either way.
+    """
     data = content.encode("utf-8") if isinstance(content, str) else content
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(name)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    if durable:
+        _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    # The rename itself is on disk once the directory is.
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _ensure_private_dir(path: Path, *, create_parents: bool = False, base: bool = False) -> None:

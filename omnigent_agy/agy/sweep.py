@@ -6,18 +6,23 @@ A sweep looks at every running agy of the base and decides, from what each one i
 
 - **kept whatever the limits**: it belongs to another user; a turn runs (the harness's
   activity lease, ``keep``, or agy's own cascade status RUNNING); a card waits (agy's
-  ``waitingSteps``, WIRE.md §3/§6); a person is attached to its tmux session (the last
-  one only keeps it from the idle limit and the cap);
+  ``waitingSteps``, docs/wire.md §3/§6); a person typed into its screen lately (an attached
+  tmux client, a web terminal of omnigent's Terminal view among them, whose last key is
+  within ``idle_stop_after``: ``watchers``). A client merely attached does not keep it: a
+  browser tab left open would keep agy for ever;
 - **stopped at once**: its workspace is gone, or agy no longer knows the conversation the
-  record is bound to (GetConversationMetadata → 500 "trajectory not found", WIRE.md §3);
+  record is bound to (GetConversationMetadata → 500 "trajectory not found", docs/wire.md §3);
 - **stopped when idle too long**: no activity for ``idle_stop_after`` (the latest of agy's
-  start, the lease's last activity and agy's ``lastModifiedTime`` of the conversation);
+  start, the lease's last activity, agy's ``lastModifiedTime`` of the conversation and the
+  last key an attached client sent);
 - **stopped over the cap**: beyond the ``max_kept`` most recently used running agys, the
   idle ones.
 
 Stopping re-checks the lease under the state directory's lock, goes by tmux session and
 pid (``running.stop_running``) and keeps the record and private state: the next turn
-starts agy again on the same conversation.
+starts agy again on the same conversation. Each round of a ``Sweeper`` then removes the
+private state of the conversations omnigent deleted or whose retention ran out
+(``retention.forget_due``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Final
@@ -36,9 +41,11 @@ from typing import Final
 import psutil
 
 from omnigent_agy.agy.keep import KeepPolicy, format_duration, lifecycle_lock, read_activity
+from omnigent_agy.agy.retention import forget_due
 from omnigent_agy.agy.running import RunningAgy, list_running, now, stop_running
 from omnigent_agy.agy.statedir import default_state_base
 from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.agy.watchers import Watcher, describe_watchers, watchers
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.discovery import pin_if_ours
 from omnigent_agy.rpc.errors import AgyError, RpcError
@@ -52,6 +59,8 @@ _PROBE_TIMEOUT: Final = 3.0
 _RUNNING: Final = "CASCADE_RUN_STATUS_RUNNING"
 _MIN_INTERVAL: Final = 1.0
 _MAX_INTERVAL: Final = 600.0
+# With no idle limit, how recent a key in an attached client must be to keep agy from the cap.
+_TYPING_WITHOUT_LIMIT: Final = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,15 +77,19 @@ class AgyStatus:
     """Why the next sweep stops it; None when it is kept."""
     idle_left: float | None
     """Seconds of idleness left before the idle limit stops it (None: no limit applies)."""
+    watchers: tuple[Watcher, ...] = ()
+    """The tmux clients attached to its screen (web terminals among them)."""
 
-    def describe(self) -> str:
-        """One line of `omnigent-agy ps`."""
+    def describe(self, disk: str | None = None) -> str:
+        """One line of `omnigent-agy ps` (``disk``: its private state's, as ps measured it)."""
         agy = self.running
         parts = [agy.key, f"pid {agy.pid}", f"port {agy.port}"]
         if agy.started:
             parts.append(f"up {format_duration(now() - agy.started)}")
         parts.append(f"idle {format_duration(self.idle)}" if self.idle is not None else "idle ?")
         parts.append(f"rss {self.rss / 2**20:.0f} MB" if self.rss is not None else "rss ?")
+        if disk is not None:
+            parts.append(disk)
         if self.stop_reason is not None:
             parts.append(f"stops at the next sweep: {self.stop_reason}")
         elif self.kept_because is not None:
@@ -85,6 +98,8 @@ class AgyStatus:
             parts.append(f"stops after {format_duration(self.idle_left)} more idle")
         else:
             parts.append("kept: no idle limit")
+        if self.watchers:
+            parts.append(f"attached: {describe_watchers(list(self.watchers), now())}")
         parts.append(f"watch: tmux -L {agy.tmux_socket} attach -t {agy.tmux_session}")
         return "  ".join(parts)
 
@@ -126,7 +141,13 @@ def sweep(policy: KeepPolicy, base: Path | None = None) -> list[AgyStatus]:
 
 def _judge(agy: RunningAgy, view: _AgyView, policy: KeepPolicy, moment: float) -> AgyStatus:
     activity = read_activity(agy.state)
-    times = [t for t in (agy.started, activity.last_active, view.last_modified) if t is not None]
+    watching = _watchers(agy)
+    last_key = max((w.last_key for w in watching), default=None)
+    times = [
+        t
+        for t in (agy.started, activity.last_active, view.last_modified, last_key)
+        if t is not None
+    ]
     last = max(times) if times else None
     idle = max(0.0, moment - last) if last is not None else None
     owner_ok, rss = _owner_and_rss(agy.pid)
@@ -144,15 +165,25 @@ def _judge(agy: RunningAgy, view: _AgyView, policy: KeepPolicy, moment: float) -
             stop = f"its workspace {workspace} is gone"
         elif view.conversation_gone:
             stop = f"agy no longer knows conversation {agy.cascade_id}"
-    if busy is None and stop is None and _attached(agy):
-        busy = "a person is attached to its tmux session"
+    if busy is None and stop is None:
+        busy = _typing(watching, policy, moment)
     limit = policy.idle_stop_after
     left = None
     if busy is None and stop is None and limit is not None and idle is not None:
         left = limit - idle
         if left <= 0:
             stop = f"idle {format_duration(idle)} (limit {format_duration(limit)})"
-    return AgyStatus(agy, rss, last, idle, busy, stop, left)
+    return AgyStatus(agy, rss, last, idle, busy, stop, left, tuple(watching))
+
+
+def _typing(watching: list[Watcher], policy: KeepPolicy, moment: float) -> str | None:
+    """Why a person at agy's screen keeps it: a key sent lately, not merely a client attached."""
+    window = policy.idle_stop_after or _TYPING_WITHOUT_LIMIT
+    latest = max(watching, key=lambda w: w.last_key, default=None)
+    if latest is None or moment - latest.last_key >= window:
+        return None
+    ago = format_duration(moment - latest.last_key)
+    return f"a person typed in its {latest.kind} {ago} ago"
 
 
 def _apply_cap(judged: list[AgyStatus], policy: KeepPolicy) -> list[AgyStatus]:
@@ -164,12 +195,7 @@ def _apply_cap(judged: list[AgyStatus], policy: KeepPolicy) -> list[AgyStatus]:
     staying.sort(key=lambda s: s.last_active or 0.0, reverse=True)
     over = {id(s) for s in staying[cap:] if s.kept_because is None}
     reason = f"over max_kept {cap}: the least recently used idle agy"
-    return [
-        AgyStatus(s.running, s.rss, s.last_active, s.idle, s.kept_because, reason, s.idle_left)
-        if id(s) in over
-        else s
-        for s in judged
-    ]
+    return [replace(s, stop_reason=reason) if id(s) in over else s for s in judged]
 
 
 async def _views(agys: Sequence[RunningAgy]) -> list[_AgyView]:
@@ -270,14 +296,12 @@ def _cwd(pid: int) -> str | None:
         return None
 
 
-def _attached(agy: RunningAgy) -> bool:
+def _watchers(agy: RunningAgy) -> list[Watcher]:
     try:
-        host = TerminalHost(socket_name=agy.tmux_socket)
-        terminal = host.find(agy.tmux_session)
-        return terminal is not None and terminal.attached_clients() > 0
+        return watchers(TerminalHost(socket_name=agy.tmux_socket), agy.tmux_session)
     except Exception:  # a tmux that cannot answer proves nothing; the other checks decide
         logger.debug("could not ask tmux about %s", agy.tmux_session, exc_info=True)
-        return False
+        return []
 
 
 class Sweeper:
@@ -304,6 +328,7 @@ class Sweeper:
         while True:
             try:
                 sweep(self.policy, self.base)
+                forget_due(self.policy, self.base)
             except Exception:  # the next round tries again; a sweep must not end the harness
                 logger.exception("sweeping the kept agys failed")
             if self._wake.wait(self.interval):

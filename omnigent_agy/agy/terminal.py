@@ -1,16 +1,14 @@
 """agy in a runner-owned tmux session (libtmux).
 
-agy is a TUI and needs a terminal (WIRE.md §1); it must also outlive one harness process so
-that a respawned one can re-attach (DESIGN-NOTES §4). So each agy runs in its own session on
+agy is a TUI and needs a terminal (docs/wire.md §1); it must also outlive one harness process so
+that a respawned one can re-attach (docs/decisions.md §4). So each agy runs in its own session on
 a dedicated tmux server (socket name ``omnigent-agy`` unless overridden), where a person can
 ``tmux -L omnigent-agy attach -t <name>`` to watch it. Turns never go through the TUI
-(DESIGN-NOTES §2): :meth:`AgyTerminal.send_text` exists for people and TUI tests.
+(docs/decisions.md §2): :meth:`AgyTerminal.send_text` exists for people and TUI tests.
 
-The command line of agy holds its CSRF token (``--csrf_token=…``, WIRE.md §1). To keep it
-out of tmux's command lines (and libtmux's debug log, which prints every tmux command), the
-pane does not get the command directly: it runs ``python -m omnigent_agy.agy.terminal SPEC``, a
-tiny trampoline that reads argv, cwd and environment from a 0600 file, deletes the file and
-``exec``s agy — so the pane's pid *is* agy's pid.
+The command line of agy holds its CSRF token (``--csrf_token=…``, docs/wire.md §1), so the pane
+does not get the command directly: it runs `trampoline`, which ``exec``s agy from a 0600 launch
+file — so the pane's pid *is* agy's pid.
 
 Panes keep ``remain-on-exit`` on, so when agy dies its last screen can still be captured
 to explain why (e.g. "not signed in").
@@ -19,7 +17,6 @@ to explain why (e.g. "not signed in").
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -27,11 +24,9 @@ import shlex
 import signal
 import stat
 import sys
-import tempfile
 import time
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import libtmux
@@ -39,10 +34,11 @@ import psutil
 from libtmux.exc import LibTmuxException
 from libtmux.pane import Pane
 
+from omnigent_agy import TMUX_SOCKET, TMUX_TMPDIR_ENV
+from omnigent_agy.agy.trampoline import LaunchFile, write_launch_file
 from omnigent_agy.rpc.errors import AgyError
 
 __all__ = [
-    "DEFAULT_SOCKET_NAME",
     "AgyTerminal",
     "TerminalError",
     "TerminalHost",
@@ -50,11 +46,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SOCKET_NAME = "omnigent-agy"
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
 # Big enough that agy's TUI lays out normally in a detached session.
 _COLUMNS, _ROWS = 200, 50
-_EXEC_FAILED = 127
 
 
 class TerminalError(AgyError):
@@ -66,19 +60,13 @@ class TerminalError(AgyError):
         return "Check that tmux is installed (`omnigent-agy doctor`) and that the session exists."
 
 
-@dataclass(frozen=True, slots=True)
-class _LaunchFile:
-    path: Path
-    remove_dir: bool
-
-
 class TerminalHost:
     """A tmux server that this runner owns, one session per agy."""
 
     def __init__(
         self,
         *,
-        socket_name: str = DEFAULT_SOCKET_NAME,
+        socket_name: str = TMUX_SOCKET,
         config_file: str | None = os.devnull,
         tmux_bin: str | None = None,
     ) -> None:
@@ -99,13 +87,18 @@ class TerminalHost:
         *,
         cwd: Path,
         env: Mapping[str, str] | None = None,
+        unset_env: Sequence[str] = (),
+        replace_env: bool = False,
         private_dir: Path | None = None,
         start_timeout: float = 10.0,
     ) -> AgyTerminal:
         """Run ``argv`` in a new session ``name``; returns once the process is running.
 
-        ``env`` is laid over the tmux server's environment. ``private_dir`` (0700) holds the
-        short-lived launch file; a fresh temporary directory is used when it is None.
+        ``env`` is laid over the tmux server's environment, without the variables named in
+        ``unset_env`` (the server keeps the environment it was started with); with
+        ``replace_env`` it replaces the server's, but for what tmux gives the pane. ``private_dir``
+        (0700) holds the short-lived launch file; a fresh temporary directory is used when it
+        is None.
         """
         if not _NAME.fullmatch(name):
             raise ValueError(f"tmux session name must match {_NAME.pattern}: {name!r}")
@@ -113,7 +106,14 @@ class TerminalHost:
             raise ValueError("argv must not be empty")
         if self.find(name) is not None:
             raise TerminalError(f"tmux session {name!r} already exists on {self.socket_name!r}")
-        launch = _write_launch_file(argv, cwd=cwd, env=env or {}, private_dir=private_dir)
+        launch = write_launch_file(
+            argv,
+            cwd=cwd,
+            env=env or {},
+            unset_env=unset_env,
+            replace_env=replace_env,
+            private_dir=private_dir,
+        )
         try:
             terminal = self._spawn(name, launch, cwd=cwd)
             self._make_socket_private()
@@ -139,7 +139,7 @@ class TerminalHost:
             if mode & 0o077:
                 self.socket_path.chmod(mode & 0o700)
 
-    def _spawn(self, name: str, launch: _LaunchFile, *, cwd: Path) -> AgyTerminal:
+    def _spawn(self, name: str, launch: LaunchFile, *, cwd: Path) -> AgyTerminal:
         try:
             # The placeholder keeps the pane alive until remain-on-exit is set; respawning it
             # afterwards means even an instantly failing command leaves a capturable pane.
@@ -154,7 +154,7 @@ class TerminalHost:
             window = session.windows[0]
             window.set_option("remain-on-exit", "on")
             pane = window.panes[0]
-            trampoline = [sys.executable, "-m", "omnigent_agy.agy.terminal", str(launch.path)]
+            trampoline = [sys.executable, "-m", "omnigent_agy.agy.trampoline", str(launch.path)]
             pane.respawn(kill=True, start_directory=cwd, shell=shlex.join(trampoline))
         except LibTmuxException as exc:
             raise TerminalError(f"tmux could not start session {name!r}: {exc}") from exc
@@ -178,7 +178,7 @@ class TerminalHost:
     @property
     def socket_path(self) -> Path:
         """Where tmux puts this server's socket (``$TMUX_TMPDIR``, else /tmp)."""
-        tmpdir = os.environ.get("TMUX_TMPDIR") or "/tmp"  # noqa: S108 - tmux's own default
+        tmpdir = os.environ.get(TMUX_TMPDIR_ENV) or "/tmp"  # noqa: S108 - tmux's own default
         return Path(tmpdir) / f"tmux-{os.getuid()}" / self.socket_name
 
     def kill_server(self) -> None:
@@ -266,7 +266,7 @@ class AgyTerminal:
         return lines
 
     def send_text(self, text: str, *, enter: bool = True) -> None:
-        """Type ``text`` into the TUI (people and TUI tests only, DESIGN-NOTES §2).
+        """Type ``text`` into the TUI (people and TUI tests only, docs/decisions.md §2).
 
         Only printable text is typed: every control character becomes a space (see
         `typeable`), so the text cannot press keys or send escape sequences.
@@ -341,23 +341,6 @@ def _running(proc: psutil.Process) -> bool:
         return False
 
 
-def _write_launch_file(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], private_dir: Path | None
-) -> _LaunchFile:
-    remove_dir = private_dir is None
-    directory = (
-        Path(tempfile.mkdtemp(prefix="omnigent-agy-")) if private_dir is None else private_dir
-    )
-    fd, name = tempfile.mkstemp(prefix=".launch-", suffix=".json", dir=directory)
-    # mkstemp creates the file 0600: it holds agy's argv, CSRF token included.
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(
-            {"argv": list(argv), "cwd": str(cwd), "env": dict(env), "remove_dir": remove_dir},
-            handle,
-        )
-    return _LaunchFile(Path(name), remove_dir)
-
-
 def _wait_consumed(terminal: AgyTerminal, path: Path, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while path.exists():
@@ -372,35 +355,3 @@ def _wait_consumed(terminal: AgyTerminal, path: Path, timeout: float) -> None:
         if time.monotonic() > deadline:
             raise TerminalError(f"the tmux pane of {terminal.name!r} did not start in {timeout} s")
         time.sleep(0.02)
-
-
-def _exec_launch_file(path: Path) -> int:
-    """The trampoline: read the launch file, delete it, exec the command."""
-    with path.open(encoding="utf-8") as handle:
-        spec = json.load(handle)
-    path.unlink()
-    if spec.get("remove_dir"):
-        with contextlib.suppress(OSError):
-            path.parent.rmdir()
-    argv: list[str] = spec["argv"]
-    env = {**os.environ, **spec["env"]}
-    try:
-        os.chdir(spec["cwd"])
-        os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is ours, never a shell string
-    except OSError as exc:
-        # Never print argv: it holds the CSRF token.
-        print(f"omnigent-agy: cannot start {argv[0]!r}: {exc.strerror}", file=sys.stderr)  # noqa: T201
-    return _EXEC_FAILED
-
-
-def main(args: Sequence[str] | None = None) -> int:
-    """``python -m omnigent_agy.agy.terminal LAUNCH_FILE``."""
-    argv = list(sys.argv[1:] if args is None else args)
-    if len(argv) != 1:
-        print("usage: python -m omnigent_agy.agy.terminal LAUNCH_FILE", file=sys.stderr)  # noqa: T201
-        return 2
-    return _exec_launch_file(Path(argv[0]))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,24 +11,23 @@ One `InteractionBridge` per cascade. The reader announces each gate as an
    go to the person; answers are checked against the options offered and the person is asked
    again, with the valid options named, until they fit — nothing invalid is ever sent.
 3. **Deliver** to the *freshest* WAITING step of that kind (`delivery.GateDelivery`: agy
-   times a gate out and re-opens it at a higher step index, WIRE.md §6). If the request
+   times a gate out and re-opens it at a higher step index, docs/wire.md §6). If the request
    changed meanwhile, the person is asked again.
 
-A deny is an answer: agy receives ``allow: false`` and carries on (DESIGN-NOTES §1). Only a
+A deny is an answer: agy receives ``allow: false`` and carries on (docs/decisions.md §1). Only a
 dismissed prompt ends the turn (`InteractionOutcome.dismissed`); agy is sent a refusal first
 so it is not left parked. Concurrent `handle()` calls for one gate — or for a gate and agy's
 retry of it — are serialised: the later one waits, re-checks and usually finds nothing left.
 
 `deny_pending()` is the interrupt: CancelCascadeSteps does nothing to a WAITING step
-(WIRE.md §3), so every gate is refused on the wire and every pending prompt is cancelled.
+(docs/wire.md §3), so every gate is refused on the wire and every pending prompt is cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -44,6 +43,7 @@ from omnigent_agy.interactions.gates import (
     permission_request_for,
     question_payload,
 )
+from omnigent_agy.interactions.outcome import InteractionOutcome, OutcomeStatus
 from omnigent_agy.interactions.policy import (
     PermissionDecision,
     PermissionPolicy,
@@ -66,51 +66,17 @@ from omnigent_agy.reading.events import InteractionRequested
 from omnigent_agy.reading.steps import InteractionKind, StepKey
 from omnigent_agy.rpc.endpoint import FollowingClient
 from omnigent_agy.rpc.errors import RpcError
+from omnigent_agy.rpc.whereabouts import Whereabouts
 
 if TYPE_CHECKING:
     import pluggy
 
-__all__ = [
-    "InteractionBridge",
-    "InteractionDeliveryError",
-    "InteractionOutcome",
-    "OutcomeStatus",
-]
+__all__ = ["InteractionBridge"]
 
 _logger = logging.getLogger(__name__)
 
 _MAX_INVALID_ANSWERS: Final = 5  # then agy is told the question was cancelled
 _MAX_REASKS: Final = 5  # the request changed while the person was deciding
-
-
-class OutcomeStatus(enum.StrEnum):
-    ANSWERED = "answered"  # an answer (a person's or a policy's) reached agy
-    DISMISSED = "dismissed"  # the person closed the prompt; agy got a refusal; end the turn
-    REFUSED = "refused"  # the host could not ask; agy got a refusal (or nothing, if unknown)
-    INTERRUPTED = "interrupted"  # deny_pending() refused it
-    GONE = "gone"  # no longer waiting and no retry to answer: nothing to do
-    DUPLICATE = "duplicate"  # an earlier handle() of the same gate dealt with it
-
-
-@dataclass(frozen=True, slots=True)
-class InteractionOutcome:
-    """What `handle()` did. `decided_by` names the person, the host policy or the rule."""
-
-    status: OutcomeStatus
-    request: InteractionRequested
-    delivered_to: StepKey | None = None
-    payload: Mapping[str, object] | None = field(default=None, compare=False)
-    decided_by: str = ""
-    detail: str = ""
-
-    @property
-    def dismissed(self) -> bool:
-        """The person closed the prompt without answering: the executor ends the turn."""
-        return self.status is OutcomeStatus.DISMISSED
-
-    @property
-    def delivered(self) -> bool:
-        return self.delivered_to is not None
 
 
 class _Interrupted(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -146,21 +112,26 @@ class _Answer:
 
 
 class InteractionBridge:
-    """Answers agy's gates for one cascade; every call runs on the owner loop of `client`,
-    which follows agy to a new port (`rpc.endpoint`)."""
+    """Answers agy's gates of a conversation; every call runs on the owner loop of `client`,
+    which follows agy to a new port (`rpc.endpoint`). `cascade_id` is the session's
+    `Whereabouts` (the conversation now, after a `/clear` too) or one fixed cascade."""
 
     def __init__(
         self,
         *,
         client: FollowingClient,
-        cascade_id: str,
+        cascade_id: str | Whereabouts,
         prompts: HostPrompts,
         policy: PermissionPolicy,
         plugin_manager: pluggy.PluginManager | None = None,
         log: logging.Logger | None = None,
+        person_paths: Callable[[str], str] | None = None,
     ) -> None:
+        """`person_paths` rewrites agy's spelling of paths into the person's (a hidden
+        workspace is reached through a link: agy/workspace.py) before a permission is judged
+        or shown, so rules, policies and cards all see the paths the person knows."""
+        self._person_paths = person_paths
         self._client = client
-        self._cascade_id = cascade_id
         self._prompts = prompts
         self._policy = policy
         self._plugins = plugin_manager
@@ -172,7 +143,8 @@ class InteractionBridge:
 
     @property
     def cascade_id(self) -> str:
-        return self._cascade_id
+        """The conversation's cascade now."""
+        return self._delivery.cascade_id
 
     @property
     def pending(self) -> int:
@@ -270,7 +242,7 @@ class InteractionBridge:
         return await self._ask_elicitation(handling)
 
     async def _decide_permission(self, handling: _Handling, note: str | None) -> _Answer:
-        request = handling.current.request
+        request = _for_person(handling.current.request, self._person_paths)
         judged = permission_request_for(request)
         verdict = await self._host_verdict(handling, judged)
         if verdict.action is not PolicyAction.ASK:
@@ -384,3 +356,27 @@ class InteractionBridge:
             self._log.info("interrupt: refused agy's gate at step %d", result.step_index)
             return True
         return False
+
+
+def _for_person(
+    request: InteractionRequested, paths: Callable[[str], str] | None
+) -> InteractionRequested:
+    """The request with the person's paths where agy wrote its own (see `person_paths`)."""
+    if paths is None:
+        return request
+
+    def mapped(value: str | None) -> str | None:
+        return None if value is None else paths(value)
+
+    wanted = request.wanted
+    return replace(
+        request,
+        command_line=mapped(request.command_line),
+        cwd=mapped(request.cwd),
+        wanted=replace(
+            wanted,
+            target=mapped(wanted.target),
+            action_description=mapped(wanted.action_description),
+            suggested_persist_pattern=mapped(wanted.suggested_persist_pattern),
+        ),
+    )

@@ -1,6 +1,6 @@
 """Delivering an answer to agy: the freshest WAITING step of the same request, read just before.
 
-agy times a gate out and re-opens it at a higher step index (WIRE.md §6), so an answer is
+agy times a gate out and re-opens it at a higher step index (docs/wire.md §6), so an answer is
 never sent to the step it was asked for without looking again: `GateDelivery.deliver` reads
 the steps from the gate's origin on, picks the live gate (the same request where it was, else
 agy's freshest retry of it, else the freshest unclaimed gate of that kind) and sends there. If
@@ -24,6 +24,7 @@ from omnigent_agy.reading.steps import JsonObject, StepKey, int64, obj, seq
 from omnigent_agy.rpc.client import TRANSIENT_CODES
 from omnigent_agy.rpc.endpoint import FollowingClient
 from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError
+from omnigent_agy.rpc.whereabouts import Whereabouts
 
 __all__ = ["GateClaim", "GateDelivery", "InteractionDeliveryError"]
 
@@ -37,7 +38,7 @@ class InteractionDeliveryError(AgyError):
     the person did; the step stays WAITING until agy times it out.
     """
 
-    code = "agy_protocol_error"  # failures.failure_for reads it
+    code = "agy_protocol_error"  # explain.failure_for reads it
 
     def __init__(self, message: str, *, cause: RpcError | None = None) -> None:
         super().__init__(message)
@@ -55,7 +56,7 @@ class GateClaim:
         return gate.id in (self.origin.id, self.current.id)
 
     def covers(self, gate: Gate) -> bool:
-        """`gate` is this one, or agy's retry of it at a higher index (WIRE.md §6)."""
+        """`gate` is this one, or agy's retry of it at a higher index (docs/wire.md §6)."""
         return self.claims(gate) or (
             self.origin.same_kind(gate)
             and self.origin.subject == gate.subject
@@ -64,8 +65,11 @@ class GateClaim:
 
 
 class GateDelivery:
-    """Reads agy's waiting gates of one cascade and sends answers to the live one.
+    """Reads agy's waiting gates and sends answers to the live one.
 
+    A gate is answered in its own cascade (its step's key); what "the conversation now" is
+    (for refusing every waiting gate at an interrupt) is asked of `cascade_id` at that
+    moment when it is the session's `Whereabouts`, so a `/clear` needs no new delivery.
     `claims` lists the gates in hands now (read at each use, so a claim that moved to agy's
     retry is seen at once).
     """
@@ -74,23 +78,36 @@ class GateDelivery:
         self,
         *,
         client: FollowingClient,
-        cascade_id: str,
+        cascade_id: str | Whereabouts,
         claims: Callable[[], Iterable[GateClaim]],
         log: logging.Logger,
     ) -> None:
+        self._where = cascade_id
         self._client = client
-        self._cascade_id = cascade_id
         self._claims = claims
         self._log = log
 
-    async def waiting_gates(self, offset: int) -> list[Gate]:
-        """Every WAITING gate from `offset` on, read with one GetCascadeTrajectorySteps."""
+    @property
+    def cascade_id(self) -> str:
+        """The conversation's cascade now."""
+        where = self._where
+        if isinstance(where, str):
+            return where
+        cascade = where.cascade_id
+        if cascade is None:
+            raise InteractionDeliveryError("no conversation is bound to agy yet")
+        return cascade
+
+    async def waiting_gates(self, offset: int, cascade: str | None = None) -> list[Gate]:
+        """Every WAITING gate of `cascade` (default: the conversation's now) from `offset` on,
+        read with one GetCascadeTrajectorySteps."""
+        cascade = cascade or self.cascade_id
         steps = await self._client.run(
-            lambda c: c.get_cascade_trajectory_steps(self._cascade_id, step_offset=offset)
+            lambda c: c.get_cascade_trajectory_steps(cascade, step_offset=offset)
         )
         gates: list[Gate] = []
         for position, step in enumerate(steps):
-            gates.extend(gates_in(step, offset + position, cascade_id=self._cascade_id))
+            gates.extend(gates_in(step, offset + position, cascade_id=cascade))
         return gates
 
     async def locate(self, claim: GateClaim) -> Gate | None:
@@ -100,7 +117,9 @@ class GateDelivery:
         others = [other for other in self._claims() if other is not claim]
         gates = [
             gate
-            for gate in await self.waiting_gates(claim.origin.key.step_index)
+            for gate in await self.waiting_gates(
+                claim.origin.key.step_index, claim.origin.key.cascade_id
+            )
             if gate.same_kind(current) and not any(other.claims(gate) for other in others)
         ]
         same = [gate for gate in gates if gate.subject == current.subject]
@@ -145,16 +164,16 @@ class GateDelivery:
         """After a failed send: True when the failure is the answer's own fault.
 
         agy answers 500 "input not registered" both for a malformed answer and for a step
-        that timed out meanwhile (WIRE.md §6): only the step's status tells them apart. A
+        that timed out meanwhile (docs/wire.md §6): only the step's status tells them apart. A
         still-waiting step after a transient failure never got the answer, so sending again
         is safe although the call is not idempotent.
         """
-        index = gate.key.step_index
+        index, cascade = gate.key.step_index, gate.key.cascade_id
         steps = await self._client.run(
-            lambda c: c.get_cascade_trajectory_steps(self._cascade_id, step_offset=index)
+            lambda c: c.get_cascade_trajectory_steps(cascade, step_offset=index)
         )
         step: JsonObject = steps[0] if steps else {}
-        still = gates_in(step, gate.key.step_index, cascade_id=self._cascade_id)
+        still = gates_in(step, gate.key.step_index, cascade_id=cascade)
         still = [g for g in still if g.id == gate.id]
         if not still:
             self._log.info(
@@ -173,7 +192,7 @@ class GateDelivery:
         answer = {ANSWER_FIELDS[gate.request.kind]: payload}
         await self._client.run(
             lambda c: c.handle_cascade_user_interaction(
-                self._cascade_id,
+                gate.key.cascade_id,
                 trajectory_id=gate.key.trajectory_id,
                 step_index=gate.key.step_index,
                 **answer,
@@ -184,12 +203,13 @@ class GateDelivery:
     async def refuse_unclaimed(self) -> bool:
         """Refuse the gates nobody claims (announced, not yet handled); True if any was."""
         try:
+            cascade = self.cascade_id
             summaries = await self._client.run(lambda c: c.get_all_cascade_trajectories())
-            summary = obj(obj(summaries.get("trajectorySummaries")).get(self._cascade_id))
+            summary = obj(obj(summaries.get("trajectorySummaries")).get(cascade))
             indices = [
                 int64(obj(w).get("stepIndex")) or 0 for w in seq(summary.get("waitingSteps"))
             ]
-            gates = await self.waiting_gates(min(indices)) if indices else []
+            gates = await self.waiting_gates(min(indices), cascade) if indices else []
         except RpcError as exc:
             self._log.warning("interrupt: could not list agy's waiting steps: %s", exc)
             return False

@@ -1,10 +1,10 @@
 """What a WAITING step asks and how agy wants it answered: pure mapping for the bridge.
 
 - a gate's identity (`Gate`): step index *and* request, since chained commands gate several
-  times on one step (WIRE.md §6), and its `subject` — what the person is asked about, which
+  times on one step (docs/wire.md §6), and its `subject` — what the person is asked about, which
   is how agy's retry of a timed-out gate at a higher index is recognised;
 - the host-neutral `PermissionRequest` and the cards shown for a gate;
-- the answer payloads for HandleCascadeUserInteraction (WIRE.md §3, §6) and the refusals an
+- the answer payloads for HandleCascadeUserInteraction (docs/wire.md §3, §6) and the refusals an
   interrupt or a dismissal sends.
 
 No I/O: `omnigent_agy.interactions.bridge` reads and sends.
@@ -27,7 +27,8 @@ from omnigent_agy.interactions.prompts import (
     QuestionForm,
 )
 from omnigent_agy.reading.events import InteractionRequested
-from omnigent_agy.reading.mapper import MapperState, map_step
+from omnigent_agy.reading.mapper import map_step
+from omnigent_agy.reading.mapper_state import MapperState
 from omnigent_agy.reading.steps import (
     InteractionKind,
     JsonObject,
@@ -66,7 +67,7 @@ def permission_request_for(request: InteractionRequested) -> PermissionRequest:
     """The host-neutral `PermissionRequest` for a permission gate.
 
     A command gate is judged on its `resource.target` — for a chained line, the part agy gates
-    now (WIRE.md §6) — falling back to the whole command line.
+    now (docs/wire.md §6) — falling back to the whole command line.
     """
     action = (request.wanted.action or "").lower()
     target = request.wanted.target
@@ -115,7 +116,7 @@ def permission_payload(*, allow: bool, for_conversation: bool = False) -> dict[s
 
 def question_payload(form: QuestionForm, answers: QuestionAnswers) -> dict[str, object]:
     """`askQuestion` for HandleCascadeUserInteraction: one response per question, matched
-    by the question's text (WIRE.md §3); option ids, never their text (WIRE.md §5)."""
+    by the question's text (docs/wire.md §3); option ids, never their text (docs/wire.md §5)."""
     responses: list[dict[str, object]] = []
     for question, answer in zip(form.questions, answers.answers, strict=True):
         response: dict[str, object] = {"question": question.text}
@@ -196,7 +197,7 @@ class Gate:
 
     @property
     def id(self) -> GateId:
-        # Chained commands gate several times on one step (WIRE.md §6): the index alone is
+        # Chained commands gate several times on one step (docs/wire.md §6): the index alone is
         # not a gate's identity, its request is part of it.
         return (self.key.trajectory_id, self.key.step_index, self.fingerprint)
 

@@ -1,10 +1,12 @@
 """pluggy hooks: how organisations extend omnigent-agy without forking it.
 
-A plugin is a module (or object) with ``@hookimpl`` functions, published under the
-entry-point group ``omnigent_agy``. Registration hooks receive a ``register`` callback
-(as in simonw/llm) so the host controls ordering and duplicates; decision hooks are
-``firstresult``. The built-in behaviour is itself a plugin, registered first and marked
-``trylast`` where it is a default, so any installed plugin is consulted before it.
+The hooks are specified in ``hookspecs`` and what they pass (registrations, checks, the turn's
+driver) is in ``hooktypes``; this module loads the plugins and calls the hooks. A plugin is a
+module (or object) with ``@hookimpl`` functions, published under the entry-point group
+``omnigent_agy``. Registration hooks receive a ``register`` callback (as in simonw/llm) so the
+host controls ordering and duplicates; decision hooks are ``firstresult``. The built-in
+behaviour is itself a plugin, registered first and marked ``trylast`` where it is a default, so
+any installed plugin is consulted before it.
 """
 
 from __future__ import annotations
@@ -12,107 +14,48 @@ from __future__ import annotations
 import importlib.metadata
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import cast
 
 import pluggy
 
+from omnigent_agy import HARNESS_ALIASES, HARNESS_ID, HARNESS_LABEL
+from omnigent_agy.interactions import hookspecs
+from omnigent_agy.interactions.hookspecs import PROJECT, hookimpl
+from omnigent_agy.interactions.hooktypes import (
+    CheckResult,
+    HarnessRegistration,
+    OnboardingCheck,
+    TurnCall,
+    TurnDriver,
+)
 from omnigent_agy.rpc.errors import AgyError
 
-if TYPE_CHECKING:
-    from omnigent_agy.interactions.policy import PermissionDecision, PermissionRequest
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PROJECT",
+    "BuiltinPlugin",
+    "CheckResult",
+    "HarnessRegistration",
+    "OnboardingCheck",
+    "PluginLoadError",
+    "TurnCall",
+    "TurnDriver",
+    "get_plugin_manager",
+    "harness_registrations",
+    "hookimpl",
+    "interrupt_session_hook",
+    "model_aliases",
+    "new_plugin_manager",
+    "onboarding_checks",
+    "reset_plugin_manager_for_tests",
+    "run_turn_hook",
+]
 
-PROJECT = "omnigent_agy"
 ENTRY_POINT_GROUP = "omnigent_agy"
-HARNESS_ID = "agy-cli"
-HARNESS_LABEL = "Antigravity CLI"
-HARNESS_ALIASES = ("antigravity-cli",)
-
-hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 class PluginLoadError(AgyError):
     """An ``omnigent_agy`` plugin failed to import or implements an unknown hook."""
-
-
-@dataclass(frozen=True, slots=True)
-class HarnessRegistration:
-    """The harness omnigent-agy contributes; ``capabilities`` is omnigent's record or None."""
-
-    harness_id: str
-    label: str
-    aliases: tuple[str, ...] = ()
-    capabilities: object | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    ok: bool
-    detail: str
-    remediation: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class OnboardingCheck:
-    """One line of ``omnigent-agy doctor``: a name and a function that runs the check."""
-
-    name: str
-    run: Callable[[], CheckResult]
-
-
-class TurnDriver(Protocol):
-    """What the built-in ``agy_run_turn`` / ``agy_interrupt_session`` delegate to."""
-
-    def builtin_run_turn(
-        self,
-        *,
-        session_key: str,
-        messages: list[dict[str, object]],
-        tools: list[dict[str, object]],
-        system_prompt: str,
-        config: object,
-    ) -> AsyncIterator[object]: ...
-
-    def builtin_interrupt_session(self, session_key: str) -> Awaitable[bool]: ...
-
-
-class _Specs:
-    @hookspec
-    def agy_register_harness(self, register: Callable[[HarnessRegistration], None]) -> None:
-        """Register the harness id, its aliases, label and capabilities."""
-
-    @hookspec
-    def agy_register_models(self, register: Callable[[str, str], None]) -> None:
-        """Register model aliases: ``register(alias, display name or enum)``."""
-
-    @hookspec
-    def agy_onboarding_checks(self, register: Callable[[OnboardingCheck], None]) -> None:
-        """Register extra checks that ``omnigent-agy doctor`` runs."""
-
-    # pluggy passes hook arguments by name but discovers them from positional
-    # parameters only (keyword-only ones are invisible to it), hence PLR0917.
-    @hookspec(firstresult=True)
-    def agy_run_turn(  # noqa: PLR0917
-        self,
-        executor: TurnDriver,
-        session_key: str,
-        messages: list[dict[str, object]],
-        tools: list[dict[str, object]],
-        system_prompt: str,
-        config: object,
-    ) -> AsyncIterator[object] | None:
-        """Run one turn: return the async iterator of executor events, or None to pass."""
-
-    @hookspec(firstresult=True)
-    def agy_interrupt_session(
-        self, executor: TurnDriver, session_key: str
-    ) -> Awaitable[bool] | None:
-        """Interrupt the running turn: return an awaitable of success, or None to pass."""
-
-    @hookspec(firstresult=True)
-    def agy_permission_decision(self, request: PermissionRequest) -> PermissionDecision | None:
-        """Decide a permission request, or return None to leave it to the rules and mode."""
 
 
 class BuiltinPlugin:
@@ -123,22 +66,8 @@ class BuiltinPlugin:
         register(HarnessRegistration(HARNESS_ID, HARNESS_LABEL, HARNESS_ALIASES))
 
     @hookimpl(trylast=True)
-    def agy_run_turn(  # noqa: PLR0917
-        self,
-        executor: TurnDriver,
-        session_key: str,
-        messages: list[dict[str, object]],
-        tools: list[dict[str, object]],
-        system_prompt: str,
-        config: object,
-    ) -> AsyncIterator[object]:
-        return executor.builtin_run_turn(
-            session_key=session_key,
-            messages=messages,
-            tools=tools,
-            system_prompt=system_prompt,
-            config=config,
-        )
+    def agy_run_turn(self, executor: TurnDriver, call: TurnCall) -> AsyncIterator[object]:
+        return executor.builtin_run_turn(call)
 
     @hookimpl(trylast=True)
     def agy_interrupt_session(self, executor: TurnDriver, session_key: str) -> Awaitable[bool]:
@@ -148,7 +77,7 @@ class BuiltinPlugin:
 def new_plugin_manager(*, load_entry_points: bool = True) -> pluggy.PluginManager:
     """A fresh manager with the hookspecs, the built-in plugin and installed plugins."""
     manager = pluggy.PluginManager(PROJECT)
-    manager.add_hookspecs(_Specs)
+    manager.add_hookspecs(hookspecs)
     manager.register(BuiltinPlugin(), name="builtin")
     if load_entry_points:
         _load_entry_points(manager)
@@ -157,7 +86,7 @@ def new_plugin_manager(*, load_entry_points: bool = True) -> pluggy.PluginManage
     except pluggy.PluginValidationError as exc:
         raise PluginLoadError(
             f"omnigent-agy plugin {exc.plugin!r} implements a hook omnigent-agy does not "
-            f"define ({exc}); check the hook name against omnigent_agy.interactions.hooks"
+            f"define ({exc}); check the hook name against omnigent_agy.interactions.hookspecs"
         ) from exc
     return manager
 
@@ -221,24 +150,10 @@ def onboarding_checks(manager: pluggy.PluginManager) -> list[OnboardingCheck]:
 
 
 def run_turn_hook(
-    manager: pluggy.PluginManager,
-    executor: TurnDriver,
-    *,
-    session_key: str,
-    messages: list[dict[str, object]],
-    tools: list[dict[str, object]],
-    system_prompt: str,
-    config: object,
+    manager: pluggy.PluginManager, executor: TurnDriver, call: TurnCall
 ) -> AsyncIterator[object]:
     """Call ``agy_run_turn``; the built-in implementation guarantees a result."""
-    result = manager.hook.agy_run_turn(
-        executor=executor,
-        session_key=session_key,
-        messages=messages,
-        tools=tools,
-        system_prompt=system_prompt,
-        config=config,
-    )
+    result = manager.hook.agy_run_turn(executor=executor, call=call)
     return cast("AsyncIterator[object]", result)
 
 

@@ -1,6 +1,6 @@
 """Permission policy: modes and allow/deny rules that answer agy's permission gates.
 
-When agy parks a step on a permission interaction (WIRE.md §6), omnigent's own policy
+When agy parks a step on a permission interaction (docs/wire.md §6), omnigent's own policy
 evaluator is consulted first by the interaction bridge; what it leaves open comes here.
 ``decide`` answers with a ``PermissionDecision`` or ``None`` (ask the person).
 
@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from omnigent_agy.interactions.commandline import split_command
 from omnigent_agy.rpc.errors import AgyError
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ class Verdict(enum.StrEnum):
 
 
 class Scope(enum.StrEnum):
-    """How long an answer holds; maps to agy's ``PERMISSION_SCOPE_*`` (WIRE.md §6)."""
+    """How long an answer holds; maps to agy's ``PERMISSION_SCOPE_*`` (docs/wire.md §6)."""
 
     ONCE = "once"
     CONVERSATION = "conversation"
@@ -180,108 +181,6 @@ class PermissionDecision:
 
 
 # --- commands ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CommandPart:
-    """One simple command of a command line; ``opaque`` parts are never auto-allowed.
-
-    A part is opaque when it runs a command substitution (``$(…)``, backticks, ``<(…)``)
-    or redirects output into a file: an allow rule for ``echo:*`` must not allow
-    ``echo x > ~/.bashrc``.
-    """
-
-    text: str
-    opaque: bool = False
-
-
-_SEPARATORS = ("&&", "||", "|&", ";", "|", "&", "\n")
-_SAFE_REDIRECT = re.compile(r"^\d*>>?(&\d+|\s*/dev/null)")
-
-
-def split_command(line: str) -> tuple[CommandPart, ...]:
-    """Split a shell command line at ``&&``, ``||``, ``;``, ``|``, ``&`` and newlines.
-
-    Quotes are respected; the text inside substitutions is returned as parts of its own
-    so that deny rules see it too.
-    """
-    parts: list[CommandPart] = []
-    inner: list[str] = []
-    current: list[str] = []
-    opaque = False
-    quote: str | None = None
-    i = 0
-    while i < len(line):
-        char = line[i]
-        if quote is not None:
-            current.append(char)
-            if char == quote:
-                quote = None
-            elif char == "\\" and quote == '"' and i + 1 < len(line):
-                current.append(line[i + 1])
-                i += 1
-            i += 1
-            continue
-        if char in "'\"":
-            quote = char
-        elif char == "\\" and i + 1 < len(line):
-            current.append(line[i : i + 2])
-            i += 2
-            continue
-        elif line.startswith(("$(", "<(", ">("), i) or char == "`":
-            end = _substitution_end(line, i)
-            inner.append(line[i + (1 if char == "`" else 2) : end])
-            current.append(line[i : end + 1])
-            opaque = True
-            i = end + 1
-            continue
-        elif char == ">" and not _SAFE_REDIRECT.match(_redirect_start(line, i)):
-            opaque = True
-        sep = next((s for s in _SEPARATORS if line.startswith(s, i)), None)
-        if sep is not None and not (sep == "&" and _is_fd_dup(line, i)):
-            _flush(parts, current, opaque)
-            current, opaque = [], False
-            i += len(sep)
-            continue
-        current.append(char)
-        i += 1
-    _flush(parts, current, opaque)
-    for text in inner:
-        parts.extend(split_command(text))
-    return tuple(parts)
-
-
-def _flush(parts: list[CommandPart], current: list[str], opaque: bool) -> None:
-    text = " ".join("".join(current).split())
-    if text:
-        parts.append(CommandPart(text, opaque))
-
-
-def _substitution_end(line: str, start: int) -> int:
-    """Index of the character closing the substitution that starts at ``start``."""
-    if line[start] == "`":
-        end = line.find("`", start + 1)
-        return end if end != -1 else len(line) - 1
-    depth = 0
-    for index in range(start + 1, len(line)):
-        if line[index] == "(":
-            depth += 1
-        elif line[index] == ")":
-            depth -= 1
-            if depth == 0:
-                return index
-    return len(line) - 1
-
-
-def _redirect_start(line: str, index: int) -> str:
-    """The redirection at ``index`` including a leading fd digit (``2>``)."""
-    start = index - 1 if index > 0 and line[index - 1].isdigit() else index
-    return line[start:]
-
-
-def _is_fd_dup(line: str, index: int) -> bool:
-    """``&`` that belongs to a redirection (``2>&1``, ``&>``) rather than backgrounding."""
-    return (index > 0 and line[index - 1] in "<>") or line.startswith("&>", index)
 
 
 def _command_matches(rule: Rule, part: str) -> bool:

@@ -1,13 +1,13 @@
 """What the interaction bridge asks of its host: the `HostPrompts` protocol and its values.
 
-The bridge (`omnigent_agy.interactions.bridge`) turns agy's WAITING steps (WIRE.md §6) into calls on
-a `HostPrompts`: first the host's own policy, then — when nothing decided automatically — a
+The bridge (`omnigent_agy.interactions.bridge`) turns agy's WAITING steps (docs/wire.md §6) into
+calls on a `HostPrompts`: first the host's own policy, then — when nothing decided automatically — a
 card or a form for the person. Everything here is host-agnostic; the omnigent implementation
 is `omnigent.community.harness.agy.prompts.OmnigentPrompts`.
 
 Answers are plain values. A method returning ``None`` means the person closed the prompt
 without answering (which ends the turn); a *deny* is an answer, delivered to agy, after which
-agy carries on (DESIGN-NOTES §1). A host that cannot show a prompt at all raises
+agy carries on (docs/decisions.md §1). A host that cannot show a prompt at all raises
 `PromptUnavailableError`; the bridge then sends agy a refusal so it does not hang.
 """
 
@@ -35,6 +35,8 @@ __all__ = [
     "QuestionAnswer",
     "QuestionAnswers",
     "QuestionForm",
+    "TrustAnswer",
+    "TrustCard",
     "answer_problem",
     "describe_options",
 ]
@@ -72,7 +74,7 @@ class PermissionAnswer(enum.StrEnum):
 
     ALLOW_ONCE = "allow_once"
     ALLOW_CONVERSATION = "allow_conversation"  # agy's PERMISSION_SCOPE_CONVERSATION (§6)
-    DENY = "deny"  # agy gets allow=false and carries on (DESIGN-NOTES §1)
+    DENY = "deny"  # agy gets allow=false and carries on (docs/decisions.md §1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +82,7 @@ class PermissionCard:
     """One permission gate as the person should see it.
 
     `subject` is what agy asks about right now — for a command gate, the part of a chained
-    command line being gated (WIRE.md §6) — and `command_line` the whole line. `note` says why
+    command line being gated (docs/wire.md §6) — and `command_line` the whole line. `note` says why
     the person is asked again (the command changed while they were deciding), else None.
     """
 
@@ -99,7 +101,7 @@ class PermissionCard:
 
 @dataclass(frozen=True, slots=True)
 class QuestionForm:
-    """agy's askQuestion: one or more questions with options ("1".."N", WIRE.md §5).
+    """agy's askQuestion: one or more questions with options ("1".."N", docs/wire.md §5).
 
     A write-in answer is always allowed. `error` is set when the person's previous answer was
     refused (it names the valid options); `note` when they are asked again because the
@@ -186,7 +188,7 @@ class ElicitationAction(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ElicitationCard:
-    """An MCP server asks the person for input through agy (WIRE.md §6 `elicitation`).
+    """An MCP server asks the person for input through agy (docs/wire.md §6 `elicitation`).
 
     `schema` is the parsed `requestedSchemaJson` (None when absent or not a JSON object;
     `schema_error` then says what was wrong with it).
@@ -203,6 +205,28 @@ class ElicitationCard:
 class ElicitationAnswer:
     action: ElicitationAction
     content: Mapping[str, object] | None = None
+
+
+# --- trust ------------------------------------------------------------------------------------
+
+
+class TrustAnswer(enum.StrEnum):
+    """agy's own two answers to its trust dialog (docs/wire.md §9)."""
+
+    TRUST = "trust"  # "Yes, I trust this folder"
+    EXIT = "exit"  # "No, exit": agy does not start
+
+
+@dataclass(frozen=True, slots=True)
+class TrustCard:
+    """agy's trust dialog, asked before any agy starts in a workspace nobody trusts yet.
+
+    `workspace` is the person's own path (never the link a hidden one is reached through);
+    `mcp_servers` what its ``.agents/mcp_config.json`` would let agy start, one line each.
+    """
+
+    workspace: str
+    mcp_servers: tuple[str, ...] = ()
 
 
 # --- the protocol ----------------------------------------------------------------------------
@@ -225,4 +249,9 @@ class HostPrompts(Protocol):
 
     async def ask_elicitation(self, card: ElicitationCard) -> ElicitationAnswer | None:
         """Show the MCP form; None when dismissed; `PromptUnavailableError` if it cannot."""
+        ...
+
+    async def ask_trust(self, card: TrustCard) -> TrustAnswer | None:
+        """agy's trust dialog for a workspace; None when dismissed; `PromptUnavailableError`
+        if it cannot be shown (agy then does not start)."""
         ...

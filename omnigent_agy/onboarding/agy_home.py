@@ -1,4 +1,4 @@
-"""Checks of the private gemini dir the plugin's agy will really run with (WIRE.md §1b).
+"""Checks of the private gemini dir the plugin's agy will really run with (docs/wire.md §1b).
 
 `agy models` (``checks.check_signed_in``) reads the person's real ``~/.gemini``; the agy the
 plugin starts reads only its own seeded folder. So the doctor and the pre-flight also look
@@ -6,18 +6,22 @@ at that folder: signed in as seen from there, onboarding finished, this workspac
 settings a JSON object with the survey off, an MCP config agy can read. Each failure carries
 the code a turn would stop with. Nothing here prints a file's content.
 
-:func:`gemini_seed` builds the seed (the person's folder, this workspace, the agent's MCP
-selection and extra servers, the instructions) from the configuration, for the session and
-the doctor alike; :func:`doctor_checks` seeds a scratch folder and checks it.
+:func:`gemini_seed` builds the seed (the person's folder, the agent's MCP selection and extra
+servers, the instructions) from the configuration, for the session and the doctor alike;
+:func:`workspace_trust` says who may trust a workspace (docs/decisions.md §11);
+:func:`doctor_checks` reports the workspace as agy gets it (a link for a hidden folder) and who
+trusts it, then seeds a scratch folder and checks it.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +32,21 @@ from omnigent_agy.agy.gemini_home import (
     ONBOARDING_FLAGS,
     SETTINGS_FILE,
     GeminiSeed,
-    McpSelection,
-    SeedError,
     person_gemini_dir,
     seed_gemini_dir,
 )
-from omnigent_agy.agy.statedir import SessionStateDir
+from omnigent_agy.agy.gemini_source import SeedError
+from omnigent_agy.agy.mcp_selection import McpSelection
+from omnigent_agy.agy.statedir import SessionStateDir, default_state_base
+from omnigent_agy.agy.trust import TrustFileError, TrustStore, WorkspaceTrust, workspace_servers
+from omnigent_agy.agy.workspace import (
+    AgyWorkspace,
+    WorkspaceHiddenError,
+    prepare_workspace,
+    remove_link,
+)
 from omnigent_agy.onboarding.checks import CheckResult, Status
-from omnigent_agy.onboarding.config import AgyConfig
+from omnigent_agy.onboarding.config import KEY, AgyConfig
 from omnigent_agy.onboarding.failures import (
     AGY_ONBOARDING_INCOMPLETE,
     AGY_SETTINGS_INVALID,
@@ -46,14 +57,20 @@ from omnigent_agy.onboarding.failures import (
     kind_for_code,
 )
 
-__all__ = ["API_KEY_ENV", "check_gemini_dir", "doctor_checks", "first_failure", "gemini_seed"]
+__all__ = [
+    "API_KEY_ENV",
+    "check_gemini_dir",
+    "doctor_checks",
+    "first_failure",
+    "gemini_seed",
+    "workspace_trust",
+]
 
 API_KEY_ENV = "GEMINI_API_KEY"
 
 
 def gemini_seed(
     config: AgyConfig,
-    workspace: Path,
     env: Mapping[str, str],
     *,
     selection: McpSelection | None = None,
@@ -61,14 +78,25 @@ def gemini_seed(
     instructions: str | None = None,
 ) -> GeminiSeed:
     """What one conversation's gemini dir is seeded with; ``selection`` (the agent's own)
-    wins over the config block's."""
+    wins over the config block's. The trusted workspace is added once it is trusted."""
     return GeminiSeed(
         source=person_gemini_dir(config.gemini_home, env),
-        workspace=workspace,
         mcp_selection=selection if selection is not None else config.mcp_servers,
         extra_mcp_servers=dict(extra_mcp_servers or {}),
         instructions=instructions,
         api_key=bool(env.get(API_KEY_ENV, "").strip()),
+    )
+
+
+def workspace_trust(
+    config: AgyConfig, env: Mapping[str, str], state_base: Path | None = None
+) -> WorkspaceTrust:
+    """Who may trust a workspace for this configuration (docs/decisions.md §11): the person's
+    own agy settings, the operator's list, the answers remembered in the state base."""
+    return WorkspaceTrust(
+        gemini_home=person_gemini_dir(config.gemini_home, env),
+        operator=config.trusted_workspaces,
+        store=TrustStore(state_base or default_state_base()),
     )
 
 
@@ -162,7 +190,8 @@ def _onboarding(gemini_dir: Path) -> CheckResult:
 def _trusted(settings: Mapping[str, object], workspace: Path) -> CheckResult:
     name = "agy's folder: workspace trusted"
     trusted = settings.get("trustedWorkspaces")
-    wanted = str(workspace.resolve())
+    # Exactly the path agy is started in: agy compares the spelling (docs/wire.md §9).
+    wanted = str(workspace)
     if isinstance(trusted, list) and wanted in trusted:
         return CheckResult(name, Status.OK, wanted)
     return _failed(
@@ -208,26 +237,68 @@ def first_failure(results: list[CheckResult]) -> Failure | None:
 
 
 def doctor_checks(config: AgyConfig, workspace: Path, env: Mapping[str, str]) -> list[CheckResult]:
-    """Seed a scratch folder as a conversation's would be, check it, and remove it."""
+    """The workspace as agy will be given it and who trusts it; then a scratch folder seeded as
+    a conversation's would be once the workspace is trusted, checked, and removed."""
     try:
         base = SessionStateDir.open("doctor").path
     except Exception as exc:  # noqa: BLE001 - reported as a line of the report
         return [CheckResult("agy's folder", Status.FAIL, str(exc), None, "agy_state_dir_invalid")]
     scratch = Path(tempfile.mkdtemp(prefix="gemini-", dir=base))
     try:
-        seed = gemini_seed(config, workspace, env)
+        where, results = _workspace_check(workspace, base, env)
+        results.append(_trust_check(config, env, where.person))
+        seed = replace(gemini_seed(config, env), trusted_workspace=where.agy)
         try:
             report = seed_gemini_dir(scratch, seed, fresh=True)
         except SeedError as exc:
-            return [
-                CheckResult("agy's folder", Status.FAIL, str(exc), exc.remediation, SeedError.code)
-            ]
+            failed = CheckResult("agy's folder", Status.FAIL, str(exc), exc.remediation, exc.code)
+            return [*results, failed]
         source = CheckResult(
             "agy's folder",
             Status.OK,
             f"seeded from {seed.source}: MCP servers {seed.mcp_selection.describe()}; "
             f"linked {', '.join(report.linked) or 'no skills or plugins'}",
         )
-        return [source, *check_gemini_dir(scratch, workspace, env)]
+        return [*results, source, *check_gemini_dir(scratch, where.agy, env)]
     finally:
+        remove_link(base)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _workspace_check(
+    workspace: Path, base: Path, env: Mapping[str, str]
+) -> tuple[AgyWorkspace, list[CheckResult]]:
+    """The path agy gets for ``workspace`` (a link is made and removed again, to prove it can)."""
+    name = "workspace"
+    try:
+        where = prepare_workspace(workspace, "doctor", base, env)
+    except WorkspaceHiddenError as exc:
+        failed = CheckResult(name, Status.FAIL, str(exc), exc.remediation, exc.code)
+        return AgyWorkspace(workspace, workspace), [failed]
+    if not where.linked:
+        return where, [CheckResult(name, Status.OK, f"{where.person}")]
+    summary = (
+        f"{where.person} is inside a hidden folder, which agy would ignore (docs/wire.md §9): "
+        f"agy is given a private link to it, like {where.agy}"
+    )
+    return where, [CheckResult(name, Status.OK, summary)]
+
+
+def _trust_check(config: AgyConfig, env: Mapping[str, str], workspace: Path) -> CheckResult:
+    name = "workspace trusted"
+    try:
+        trusted = workspace_trust(config, env).trusted_by(workspace)
+    except TrustFileError as exc:
+        return CheckResult(name, Status.FAIL, str(exc), exc.remediation, exc.code)
+    if trusted is not None:
+        return CheckResult(name, Status.OK, f"by {trusted.describe()}")
+    # Not a fault: a session's first message asks the person (a card) before agy starts.
+    summary = (
+        "not yet: a session's first message here asks you on a card before agy starts "
+        f"(to trust it now: `omnigent-agy trust {shlex.quote(str(workspace))}`, or list it "
+        f"under {KEY}.trusted_workspaces)"
+    )
+    servers = workspace_servers(workspace)
+    if servers:
+        summary += f"; trusting it lets agy start its own MCP servers: {'; '.join(servers)}"
+    return CheckResult(name, Status.OK, summary)

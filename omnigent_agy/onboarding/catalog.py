@@ -2,7 +2,7 @@
 
 agy's model enums are opaque (``MODEL_PLACEHOLDER_M20``) and change between versions,
 and the effort is part of the model: "Gemini 3 Pro (High)" and "Gemini 3 Pro (Low)" are
-two enums (WIRE.md §5). So nothing here is hard-coded: every turn's model is resolved
+two enums (docs/wire.md §5). So nothing here is hard-coded: every turn's model is resolved
 against the catalog agy reports, by enum, display name, a slug of the display name
 (``gemini-3-pro-high``; omnigent's ``/model`` accepts no spaces or parentheses), a base
 name plus ``reasoning_effort``, or an alias. An unknown name is an error that lists the
@@ -84,6 +84,8 @@ class ModelEntry:
     recommended: bool = False
     supports_thinking: bool = False
     disabled: bool = False
+    max_tokens: int | None = None
+    """The context window, when agy's catalog says (``maxTokens``, docs/wire.md §3)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +129,20 @@ def _entries(payload: Mapping[str, object]) -> tuple[list[ModelEntry], str | Non
                 recommended=raw.get("recommended") is True,
                 supports_thinking=raw.get("supportsThinking") is True,
                 disabled=raw.get("disabled") is True,
+                max_tokens=_positive(raw.get("maxTokens")),
             )
         )
     default = body.get("defaultAgentModelId")
     return entries, default if isinstance(default, str) and default else None
+
+
+def _positive(value: object) -> int | None:
+    """A count agy may write as a number or, being int64-like, a decimal string (§3)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def _version(base_name: str) -> tuple[float, ...]:
@@ -149,14 +161,18 @@ class ModelCatalog:
     def from_response(
         cls, payload: Mapping[str, object], *, aliases: Mapping[str, str] | None = None
     ) -> ModelCatalog:
-        """Build from a GetAvailableModels response (WIRE.md §3); tolerant of gaps."""
+        """Build from a GetAvailableModels response (docs/wire.md §3); tolerant of gaps."""
         entries, default_id = _entries(payload)
         lowered = {alias.lower(): target for alias, target in (aliases or {}).items()}
         return cls(tuple(entries), default_id, lowered)
 
     def display_name(self, enum: str) -> str:
-        entry = next((e for e in self.entries if e.enum == enum), None)
+        entry = self.entry(enum)
         return entry.display_name if entry is not None else enum
+
+    def entry(self, enum: str) -> ModelEntry | None:
+        """The catalog's entry for a model enum, if agy offers it."""
+        return next((e for e in self.entries if e.enum == enum), None)
 
     def default_entry(self) -> ModelEntry:
         usable = [entry for entry in self.entries if not entry.disabled]

@@ -8,8 +8,9 @@ doctor and the error card never disagree.
 
 Every check tolerates a missing, broken or hanging agy: subprocesses run without a terminal,
 with a timeout, in their own process group, which is killed whole on timeout. agy's output
-is never shown verbatim: ``agy models`` is only counted, and any line quoted from a failing
-program is scrubbed (``failures.scrub``), so no token reaches a terminal or a log.
+is never shown verbatim: ``agy models`` is only counted (in any of its forms,
+:mod:`~omnigent_agy.onboarding.agy_models`), and any line quoted from a failing
+program is scrubbed (``onboarding.scrub``), so no token reaches a terminal or a log.
 """
 
 from __future__ import annotations
@@ -27,25 +28,26 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from omnigent_agy.agy.trampoline import TMUX_CLIENT_ENV
+from omnigent_agy.onboarding.agy_models import ModelsListing, parse_models_output
 from omnigent_agy.onboarding.config import (
     ENV_ENABLED,
-    ENV_PATH,
     KEY,
     AgyConfig,
     AgyNotFoundError,
     ConfigError,
     load_config,
-    resolve_executable,
 )
+from omnigent_agy.onboarding.executable import installer_bin, named_executable, resolve_executable
 from omnigent_agy.onboarding.failures import (
     AGY_LAUNCH_FAILED,
     AGY_TMUX_FAILED,
     MIN_AGY_VERSION,
     Failure,
-    scrub,
     signed_out_failure,
     too_old_failure,
 )
+from omnigent_agy.onboarding.scrub import scrub
 
 __all__ = [
     "CheckResult",
@@ -79,13 +81,15 @@ class Status(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """One line of the doctor's report. ``code`` is the failure code a FAIL stops a turn with."""
+    """One line of the doctor's report. ``code`` is the failure code a FAIL stops a turn with;
+    ``details`` are more lines shown under it (the quota's model groups)."""
 
     name: str
     status: Status
     summary: str
     remediation: str | None = None
     code: str | None = None
+    details: tuple[str, ...] = ()
 
 
 def _from_failure(name: str, failure: Failure) -> CheckResult:
@@ -150,10 +154,11 @@ def _exited(what: str, ran: _Ran) -> str:
 # -- agy -------------------------------------------------------------------------------------
 
 
-def _executable_source(config: AgyConfig, env: Mapping[str, str]) -> str:
-    if env.get(ENV_PATH, "").strip():
-        return ENV_PATH
-    return f"{KEY}.command" if config.command else "PATH"
+def _executable_source(config: AgyConfig, env: Mapping[str, str], executable: Path) -> str:
+    source, value = named_executable(config, env)
+    if os.sep not in value and executable.parent == installer_bin(env):
+        return f"{source}: not on PATH, found where agy's installer puts it"
+    return source
 
 
 def check_agy_on_path(config: AgyConfig, env: Mapping[str, str] | None = None) -> CheckResult:
@@ -170,7 +175,9 @@ def check_agy_on_path(config: AgyConfig, env: Mapping[str, str] | None = None) -
             AgyNotFoundError.code,
         )
     return CheckResult(
-        "agy executable", Status.OK, f"{executable} (from {_executable_source(config, env)})"
+        "agy executable",
+        Status.OK,
+        f"{executable} (from {_executable_source(config, env, executable)})",
     )
 
 
@@ -217,7 +224,7 @@ def check_agy_version(
 def check_signed_in(
     executable: Path, *, timeout: float = MODELS_TIMEOUT, env: Mapping[str, str] | None = None
 ) -> CheckResult:
-    """``agy models`` exits 0 only when agy is signed in (WIRE.md §1)."""
+    """``agy models`` exits 0 only when agy is signed in (docs/wire.md §1)."""
     name = "agy signed in"
     try:
         ran = _run([str(executable), "models"], timeout=timeout, env=env)
@@ -233,8 +240,23 @@ def check_signed_in(
         )
     if ran.returncode != 0:
         return _from_failure(name, signed_out_failure(_exited("agy models", ran)))
-    count = sum(1 for line in ran.stdout.splitlines() if line.strip())
-    return CheckResult(name, Status.OK, f"signed in; agy offers {count} models")
+    return _listed_models(name, parse_models_output(ran.stdout))
+
+
+def _listed_models(name: str, listing: ModelsListing) -> CheckResult:
+    """What a successful ``agy models`` listed, in any of its forms (docs/wire.md §9)."""
+    count = len(listing.models)
+    unread = (
+        f"; {len(listing.unread)} line(s) of its output not understood" if listing.unread else ""
+    )
+    if not count and not listing.unread:
+        return CheckResult(
+            name,
+            Status.WARN,
+            "`agy models` succeeded but listed no model",
+            "Run `agy models` in a terminal: an account without models cannot run a turn",
+        )
+    return CheckResult(name, Status.OK, f"signed in; agy offers {count} models{unread}")
 
 
 # -- the rest of the machine -----------------------------------------------------------------
@@ -253,7 +275,7 @@ def check_tmux(*, timeout: float = VERSION_TIMEOUT) -> CheckResult:
     tmux = shutil.which("tmux")
     if tmux is None:
         return CheckResult(name, Status.FAIL, "tmux is not on PATH", remedy, AGY_TMUX_FAILED.code)
-    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    env = {k: v for k, v in os.environ.items() if k not in TMUX_CLIENT_ENV}
     try:
         ran = _run([tmux, "-V"], timeout=timeout, env=env)
     except OSError as exc:

@@ -1,5 +1,6 @@
-"""User configuration: the enable flag, the agy executable, the permission policy and how
-long agy is kept running (the sweep's limits).
+"""User configuration: the enable flag, the agy executable's name, the permission policy and
+how long agy is kept running (the sweep's limits). Which agy that name resolves to is
+``executable``'s; writing the enable flag into the file is ``config_file``'s.
 
 Everything lives under ``harness.agy-cli`` in omnigent's own user config file
 (``~/.omnigent/config.yaml``, or ``$OMNIGENT_CONFIG_HOME/config.yaml`` as omnigent reads
@@ -13,18 +14,18 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import shutil
-import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from omnigent_agy.agy.gemini_home import McpSelection
+from omnigent_agy import HARNESS_ID
+from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
 from omnigent_agy.agy.keep import KeepPolicy
-from omnigent_agy.interactions.hooks import HARNESS_ID
+from omnigent_agy.agy.mcp_selection import McpSelection
+from omnigent_agy.agy.statedir import STATE_DIR_ENV
+from omnigent_agy.agy.trust import WorkspacePattern, operator_patterns
 from omnigent_agy.interactions.policy import (
     InvalidRuleError,
     PermissionMode,
@@ -40,8 +41,9 @@ ENV_PATH = "OMNIGENT_AGY_CLI_PATH"
 ENV_CONFIG_HOME = "OMNIGENT_CONFIG_HOME"
 ENV_IDLE_STOP_AFTER = "OMNIGENT_AGY_CLI_IDLE_STOP_AFTER"
 ENV_MAX_KEPT = "OMNIGENT_AGY_CLI_MAX_KEPT"
-DEFAULT_EXECUTABLE = "agy"
-INSTALL_HINT = "curl -fsSL https://antigravity.google/cli/install.sh | bash"
+ENV_RETENTION = "OMNIGENT_AGY_CLI_RETENTION"
+# Folders added to harness.agy-cli.trusted_workspaces, separated by os.pathsep.
+ENV_TRUSTED_WORKSPACES = "OMNIGENT_AGY_TRUSTED_WORKSPACES"
 KEY = f"harness.{HARNESS_ID}"
 _KNOWN_KEYS = (
     "enabled",
@@ -50,13 +52,15 @@ _KNOWN_KEYS = (
     "keep_agy_running",
     "idle_stop_after",
     "max_kept",
+    "retention",
     "tmux_socket",
     "permissions",
     "gemini_home",
     "mcp_servers",
     "omnigent_tools",
+    "trusted_workspaces",
 )
-_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _TMUX_SOCKET = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _PERMISSION_KEYS = ("mode", "allow", "deny")
 
@@ -76,9 +80,11 @@ class AgyNotFoundError(AgyError):
 
     code = "agy_not_installed"
 
-    def __init__(self, message: str, *, remediation: str) -> None:
+    def __init__(self, message: str, *, remediation: str, looked_last: Path | None = None) -> None:
         super().__init__(f"{message}. {remediation}")
         self.remediation = remediation
+        self.looked_last = looked_last
+        """The absolute path checked last (for a name: where agy's installer would put it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +103,13 @@ class AgyConfig:
     """The tmux socket name (`tmux -L NAME`) agy runs under; None: the default."""
     permissions: PermissionPolicy = field(default_factory=PermissionPolicy)
     gemini_home: str | None = None
-    """The person's gemini dir each conversation's private one is seeded from (WIRE.md §1b)."""
+    """The person's gemini dir each conversation's private one is seeded from (docs/wire.md §1b)."""
     mcp_servers: McpSelection = field(default_factory=McpSelection)
     """Which of the person's MCP servers agy gets (an agent's own selection wins)."""
     omnigent_tools: bool = True
     """omnigent's own tools reach agy through the plugin's MCP relay."""
+    trusted_workspaces: tuple[WorkspacePattern, ...] = ()
+    """Folders the operator trusts for agy (docs/decisions.md §11); others are asked about."""
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -168,18 +176,19 @@ def _env_flag(env: Mapping[str, str]) -> bool | None:
 
 
 def parse_duration(value: object, key: str) -> float | None:
-    """``30m``, ``2h``, ``1h30m``, ``90s`` → seconds; ``0`` → None (never)."""
+    """``30m``, ``2h``, ``1h30m``, ``90s``, ``30d`` → seconds; ``0`` → None (never)."""
     text = str(value).strip() if isinstance(value, str | int) and value is not True else ""
     if text == "0":
         return None
     match = _DURATION.fullmatch(text)
     if not text or match is None:
         raise ConfigError(
-            f"{key} must be a duration such as 30m, 2h or 1h30m (or 0 for never), not {value!r}",
+            f"{key} must be a duration such as 30m, 2h, 1h30m or 30d (or 0 for never), "
+            f"not {value!r}",
             key=key,
         )
-    hours, minutes, seconds = (int(part or 0) for part in match.groups())
-    total = hours * 3600 + minutes * 60 + seconds
+    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    total = days * 86400 + hours * 3600 + minutes * 60 + seconds
     return float(total) if total else None
 
 
@@ -207,7 +216,12 @@ def _keep_policy(section: Mapping[str, object], env: Mapping[str, str]) -> KeepP
         idle = parse_duration(env[ENV_IDLE_STOP_AFTER], ENV_IDLE_STOP_AFTER)
     if env.get(ENV_MAX_KEPT, "").strip():
         cap = _count(env[ENV_MAX_KEPT], ENV_MAX_KEPT)
-    return KeepPolicy(idle_stop_after=idle, max_kept=cap)
+    retention: float | None = defaults.retention
+    if "retention" in section:
+        retention = parse_duration(section["retention"], f"{KEY}.retention")
+    if env.get(ENV_RETENTION, "").strip():
+        retention = parse_duration(env[ENV_RETENTION], ENV_RETENTION)
+    return KeepPolicy(idle_stop_after=idle, max_kept=cap, retention=retention)
 
 
 def _rules(permissions: Mapping[str, object], name: str) -> tuple[Rule, ...]:
@@ -272,6 +286,10 @@ def parse_config(
     command = section.get("command")
     if command is not None and (not isinstance(command, str) or not command.strip()):
         raise ConfigError(f"{KEY}.command must be a path or a name on PATH", key=f"{KEY}.command")
+    if command is not None:
+        check_not_relative(command.strip(), f"{KEY}.command")
+    if override := env.get(ENV_PATH, "").strip():
+        check_not_relative(override, ENV_PATH)
     args = section.get("args", [])
     if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
         raise ConfigError(f"{KEY}.args must be a list of strings", key=f"{KEY}.args")
@@ -288,11 +306,13 @@ def parse_config(
             f"{KEY}.gemini_home must be the path of your gemini dir (default ~/.gemini)",
             key=f"{KEY}.gemini_home",
         )
+    _check_absolute_folders(gemini_home, env)
     try:
         selection = McpSelection.parse(section.get("mcp_servers"), key=f"{KEY}.mcp_servers")
     except ValueError as exc:
         raise ConfigError(str(exc), key=f"{KEY}.mcp_servers") from None
     return AgyConfig(
+        trusted_workspaces=_trusted_workspaces(section, env),
         path=path,
         enabled=enabled,
         enabled_source=source,
@@ -308,115 +328,56 @@ def parse_config(
     )
 
 
+def _trusted_workspaces(
+    section: Mapping[str, object], env: Mapping[str, str]
+) -> tuple[WorkspacePattern, ...]:
+    """The operator's trusted folders: the key's list, then the variable's (added to it)."""
+    key = f"{KEY}.trusted_workspaces"
+    extra = [part for part in env.get(ENV_TRUSTED_WORKSPACES, "").split(os.pathsep) if part]
+    patterns: list[WorkspacePattern] = []
+    sources = ((key, section.get("trusted_workspaces") or []), (ENV_TRUSTED_WORKSPACES, extra))
+    for name, values in sources:
+        try:
+            patterns += operator_patterns(values, key=name)
+        except ValueError as exc:
+            raise ConfigError(str(exc), key=name) from None
+    return tuple(patterns)
+
+
 def load_config(path: Path | None = None, *, env: Mapping[str, str] | None = None) -> AgyConfig:
     """Read and validate the configuration; raises ``ConfigError`` naming the bad key."""
     path = path or default_config_path(env)
     return parse_config(read_config_file(path), path=path, env=env)
 
 
-def resolve_executable(config: AgyConfig, env: Mapping[str, str] | None = None) -> Path:
-    """``OMNIGENT_AGY_CLI_PATH``, else ``harness.agy-cli.command``, else ``agy`` on PATH."""
-    env = os.environ if env is None else env
-    override = env.get(ENV_PATH, "").strip()
-    source, value = (
-        (ENV_PATH, override)
-        if override
-        else (f"{KEY}.command", config.command)
-        if config.command
-        else ("PATH", DEFAULT_EXECUTABLE)
-    )
-    # An explicit choice that does not resolve is an error, never a silent fall back
-    # to another agy: the user asked for that binary (e.g. the simulator).
-    candidate = Path(value).expanduser()
-    if candidate.is_absolute() or os.sep in value:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate.absolute()
-        found = None
-    else:
-        found = shutil.which(value, path=env.get("PATH", os.defpath))
-    if found is not None:
-        return Path(found).absolute()
-    if source == "PATH":
-        raise AgyNotFoundError(
-            "agy (the Antigravity CLI) is not on PATH",
-            remediation=f"Install it with `{INSTALL_HINT}`, or set {ENV_PATH} or {KEY}.command "
-            "to its path; then run `omnigent-agy doctor`",
-        )
-    raise AgyNotFoundError(
-        f"{source} is {value!r}, which is not an executable file",
-        remediation=f"Fix or unset {source}; `omnigent-agy config` shows what is in effect",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class EnableChange:
-    path: Path
-    before: bool | None
-    after: bool
-    backup: Path | None = None
-
-
-def set_enabled(path: Path, enabled: bool) -> EnableChange:
-    """Write ``harness.agy-cli.enabled`` keeping every other key of the file.
-
-    The file is rewritten atomically with its permissions kept (new files are 0600).
-    PyYAML does not keep comments, so a file that had any is first copied to ``.bak``.
-    """
-    document = read_config_file(path)
-    harness = _harness_mapping(document.get("harness"), path)
-    section = harness.get(HARNESS_ID)
-    if section is None:
-        section = {}
-    if not isinstance(section, dict):
-        raise ConfigError(f"{KEY} must be a mapping; fix it before enabling", key=KEY)
-    before = section.get("enabled")
-    section["enabled"] = enabled
-    harness[HARNESS_ID] = section
-    document["harness"] = harness
-    backup = _backup_if_commented(path)
-    _write_atomically(path, yaml.safe_dump(document, default_flow_style=False, sort_keys=False))
-    return EnableChange(path, before if isinstance(before, bool) else None, enabled, backup)
-
-
-def _harness_mapping(harness: object, path: Path) -> dict[str, object]:
-    if isinstance(harness, str):
-        # omnigent's scalar form names the default harness; keep it as ``default``.
-        return {"default": harness}
-    if harness is None:
-        return {}
-    if not isinstance(harness, dict):
+def check_not_relative(value: str, key: str) -> None:
+    """A relative path means another file in each process that reads it: ``omnigent host``
+    and the harness process it spawns start in different folders (the harness in the
+    session's workspace), so the host would find an agy the turn cannot."""
+    if os.sep in value and not os.path.isabs(value) and not value.startswith("~"):
         raise ConfigError(
-            f"{path}: 'harness' must be a mapping; fix it before enabling", key="harness"
+            f"{key} is {value!r}, a relative path; give agy's absolute path (or one under ~), "
+            "or a name to look up on PATH",
+            key=key,
         )
-    return harness
 
 
-def _backup_if_commented(path: Path) -> Path | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    if not any(line.lstrip().startswith("#") or " #" in line for line in text.splitlines()):
-        return None
-    backup = path.with_name(path.name + ".bak")
-    _write_atomically(backup, text, mode_from=path)
-    return backup
-
-
-def _write_atomically(path: Path, text: str, *, mode_from: Path | None = None) -> None:
-    try:
-        mode = stat.S_IMODE((mode_from or path).stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o600
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+def _check_absolute_folders(gemini_home: object, env: Mapping[str, str]) -> None:
+    """The person's gemini dir and the plugin's state folder must be absolute (or under ~):
+    a relative one names another folder in `omnigent host` than in the harness process it
+    spawns (started in the session's workspace), so the host's checks and sweeps and the
+    turn would each use their own, and agy ignores a relative ``--gemini_dir`` (docs/wire.md
+    §9) for the person's own ``~/.gemini``."""
+    given = (
+        (f"{KEY}.gemini_home", gemini_home if isinstance(gemini_home, str) else ""),
+        (GEMINI_HOME_ENV, env.get(GEMINI_HOME_ENV, "")),
+        (STATE_DIR_ENV, env.get(STATE_DIR_ENV, "")),
+    )
+    for key, raw in given:
+        value = raw.strip()
+        if value and not value.startswith("~") and not os.path.isabs(value):
+            raise ConfigError(
+                f"{key} is {value!r}, a relative path; give an absolute path (or one under ~), "
+                "or unset it for the default",
+                key=key,
+            )

@@ -36,16 +36,18 @@ from omnigent_agy.onboarding.checks import (
     judge_runtime,
     parse_version,
 )
-from omnigent_agy.onboarding.config import AgyConfig, ConfigError, load_config, resolve_executable
+from omnigent_agy.onboarding.config import AgyConfig, ConfigError, load_config
+from omnigent_agy.onboarding.executable import resolve_executable
 from omnigent_agy.onboarding.failures import (
     AGY_CONFIG_INVALID,
     AGY_LAUNCH_FAILED,
     AGY_PLUGIN_FAILED,
     Failure,
     kind_for_code,
-    scrub,
 )
 from omnigent_agy.onboarding.instructions import check_instructions_file
+from omnigent_agy.onboarding.quota import check_quota
+from omnigent_agy.onboarding.scrub import scrub
 
 __all__ = [
     "CheckResult",
@@ -55,6 +57,7 @@ __all__ = [
     "check_enabled",
     "check_instructions_file",
     "check_python_and_omnigent",
+    "check_quota",
     "check_signed_in",
     "check_tmux",
     "doctor_report",
@@ -132,9 +135,11 @@ def run_doctor(
             results.append(_skipped("agy signed in", "skipped: agy does not run"))
         else:
             results.append(check_signed_in(executable, env=env))
+    # The account's plan and quota, from a running agy of ours (none is started for it).
+    results.append(check_quota())
     results.append(check_tmux())
     results.append(check_instructions_file(workspace, fix=fix_instructions))
-    # The folder the plugin's agy reads everything from (WIRE.md §1b), seeded as for a turn.
+    # The folder the plugin's agy reads everything from (docs/wire.md §1b), seeded as for a turn.
     results += doctor_checks(config, workspace, os.environ if env is None else env)
     results += plugin_checks(manager)
     return results
@@ -207,6 +212,9 @@ def render(results: Sequence[CheckResult], *, unicode: bool = True) -> str:
     lines = []
     for result in results:
         lines.append(f"{marks[result.status]} {result.name.ljust(width)}  {result.summary}")
+        # Under the summary, one more step in.
+        indent = " " * (len(marks[result.status]) + width + 5)
+        lines += [f"{indent}{detail}" for detail in result.details]
         if result.remediation and result.status in (Status.FAIL, Status.WARN):
             lines.append(f"    -> {result.remediation}")
     failed = sum(r.status is Status.FAIL for r in results)

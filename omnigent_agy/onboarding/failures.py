@@ -1,62 +1,42 @@
-"""The catalogue of failures a person sees, and the mapping from every error we raise.
+"""The catalogue of failures a person sees: each stable code, its title and its remediation.
 
 Everything that reaches omnigent as a failure is an ``ExecutorError`` with a stable ``code``,
-a short ``title`` and a ``remediation`` that names the command to run (DESIGN-NOTES §8).
-This module builds the host-agnostic :class:`Failure`; the omnigent adapter turns it into
-``ExecutorError`` (``omnigent.community.harness.agy.failures.to_executor_error``).
+a short ``title`` and a ``remediation`` that names the command to run (docs/decisions.md §8).
+This module holds the host-agnostic :class:`Failure` and every :class:`FailureKind`;
+``omnigent_agy.onboarding.explain.failure_for`` says which one an error is, and the omnigent
+adapter turns a ``Failure`` into an ``ExecutorError``
+(``omnigent.community.harness.agy.failures.to_executor_error``).
 
-:func:`failure_for` never raises and never lets a secret through: messages are scrubbed of
-the CSRF token (agy's command line and its environment carry it, WIRE.md §1) and of any
-long random-looking string, since an error message may quote a command line or a header.
+A new failure is one ``FailureKind`` here, in ``CATALOGUE``, and its row in docs/onboarding.md's
+table; tests/onboarding/test_failure_codes.py fails until both exist for every code the
+package names. Messages are scrubbed of secrets and clipped (``onboarding.scrub``).
 """
 
 from __future__ import annotations
 
-import itertools
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from omnigent_agy.agy.launcher import LaunchError
-from omnigent_agy.agy.statedir import StateDirError
-from omnigent_agy.agy.terminal import TerminalError
-from omnigent_agy.interactions.hooks import PluginLoadError
-from omnigent_agy.interactions.policy import InvalidRuleError
-from omnigent_agy.onboarding.catalog import InvalidEffortError, UnknownModelError
-from omnigent_agy.onboarding.config import (
-    ENV_PATH,
-    INSTALL_HINT,
-    KEY,
-    AgyNotFoundError,
-    ConfigError,
-)
-from omnigent_agy.rpc.discovery import (
-    AgyExitedError,
-    ConversationNotFoundError,
-    CsrfRejectedError,
-    DiscoveryError,
-    ForeignListenerError,
-    PortNeverOpenedError,
-)
-from omnigent_agy.rpc.errors import Code, CsrfError, ProtocolError, RpcError, StreamStalled
+from omnigent_agy import TMUX_SOCKET
+from omnigent_agy.onboarding.config import ENV_PATH, KEY
+from omnigent_agy.onboarding.executable import INSTALL_HINT
+from omnigent_agy.onboarding.scrub import clip, scrub
 
 __all__ = [
     "CATALOGUE",
     "MIN_AGY_VERSION",
     "Failure",
     "FailureKind",
-    "failure_for",
+    "gave_up_waiting_failure",
     "kind_for_code",
-    "scrub",
+    "model_error_failure",
+    "quota_exhausted_failure",
     "signed_out_failure",
     "too_old_failure",
 ]
 
-# agy learned --csrf_token in 1.2.2 (WIRE.md §1); an older agy answers every port to anyone.
+# agy learned --csrf_token in 1.2.2 (docs/wire.md §1); an older agy answers every port to anyone.
 MIN_AGY_VERSION = (1, 2, 2)
 _DOCTOR = "`omnigent-agy doctor`"
-_MAX_MESSAGE = 1500
-_MAX_DEPTH = 8  # exception groups and causes followed this deep
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,14 +59,17 @@ class FailureKind:
     remediation: str
     retryable: bool = False
 
-    def failure(self, message: str, *, remediation: str | None = None) -> Failure:
-        """This kind of failure with ``message`` (scrubbed) and an optional better remedy."""
+    def failure(
+        self, message: str, *, remediation: str | None = None, retryable: bool | None = None
+    ) -> Failure:
+        """This kind of failure with ``message`` (scrubbed), an optional better remedy and,
+        where the one failing knows better (agy's own verdict), whether a retry can help."""
         return Failure(
             code=self.code,
             title=self.title,
-            message=_clip(scrub(message)) or self.title,
+            message=clip(scrub(message)) or self.title,
             remediation=scrub(remediation) if remediation else self.remediation,
-            retryable=self.retryable,
+            retryable=self.retryable if retryable is None else retryable,
         )
 
 
@@ -122,7 +105,7 @@ AGY_EXITED = FailureKind(
 AGY_CSRF_REJECTED = FailureKind(
     "agy_csrf_rejected",
     "agy refused the session's token",
-    "Stop the agy of this conversation (tmux socket `omnigent-agy`) so the next turn starts "
+    f"Stop the agy of this conversation (tmux socket `{TMUX_SOCKET}`) so the next turn starts "
     f"a fresh one; run {_DOCTOR} if it persists.",
 )
 AGY_FOREIGN_LISTENER = FailureKind(
@@ -169,6 +152,12 @@ AGY_RATE_LIMITED = FailureKind(
     "Wait a moment and retry, or pick another model with `/model <name>`.",
     retryable=True,
 )
+AGY_QUOTA_EXHAUSTED = FailureKind(
+    "agy_quota_exhausted",
+    "agy's quota for this model is used up",
+    "Pick a model of another group with `/model`, or wait until the quota resets; "
+    "`omnigent-agy ps` shows each group's quota and when it resets.",
+)
 AGY_PROTOCOL_ERROR = FailureKind(
     "agy_protocol_error",
     "agy answered something unexpected",
@@ -210,13 +199,66 @@ AGY_ONBOARDING_INCOMPLETE = FailureKind(
 AGY_WORKSPACE_UNTRUSTED = FailureKind(
     "agy_workspace_untrusted",
     "agy does not trust this workspace",
-    "omnigent-agy adds the workspace to trustedWorkspaces in agy's private settings; stop "
-    f"this conversation's agy so the next turn seeds it again, and run {_DOCTOR}.",
+    "omnigent-agy adds a workspace you trust to trustedWorkspaces in agy's private settings; "
+    "stop this conversation's agy (`omnigent-agy stop`) so the next turn seeds it again, and "
+    f"run {_DOCTOR}.",
+)
+AGY_WORKSPACE_NOT_TRUSTED = FailureKind(
+    "agy_workspace_not_trusted",
+    "Antigravity CLI did not start: this folder is not trusted",
+    "Send a message again and choose “Yes, I trust this folder” if you trust what is in it, or "
+    "trust it on the host with `omnigent-agy trust PATH` (or list it under "
+    "harness.agy-cli.trusted_workspaces).",
+)
+AGY_WORKSPACE_HIDDEN = FailureKind(
+    "agy_workspace_hidden",
+    "agy cannot work in this hidden folder",
+    "Run the session on a folder whose path has no hidden folder in it, or let omnigent-agy "
+    "link to it: set TMPDIR for `omnigent host` to a private folder of yours (mode 0700) "
+    f"whose path has no '/.'; then run {_DOCTOR}.",
+)
+AGY_TRUST_FILE_INVALID = FailureKind(
+    "agy_trust_file_invalid",
+    "omnigent-agy cannot read the folders you trusted",
+    "Fix or remove the file named in the message; `omnigent-agy trust` lists what is trusted.",
+)
+AGY_CONVERSATIONS_UNREADABLE = FailureKind(
+    "agy_conversations_unreadable",
+    "Your agy conversations cannot be read",
+    "agy's list of conversations (antigravity-cli/conversation_summaries.db in your gemini "
+    "folder) or the conversation's files cannot be read or copied; it is never changed. Run "
+    "`agy` once so it writes its list again, then `omnigent-agy conversations`.",
+)
+AGY_CONVERSATION_UNKNOWN = FailureKind(
+    "agy_conversation_unknown",
+    "No such agy conversation",
+    "`omnigent-agy conversations` lists your agy conversations with their ids; open one with "
+    "`omnigent-agy conversations open ID`.",
+)
+AGY_OMNIGENT_UNREACHABLE = FailureKind(
+    "agy_omnigent_unreachable",
+    "omnigent's server cannot open the session",
+    "Start omnigent (`omnigent server` and `omnigent host`, or `omnigent start`), or name its "
+    "server with --server URL (default: the `server` key of omnigent's config, else "
+    "http://127.0.0.1:6767); nothing was opened.",
 )
 AGY_SETTINGS_INVALID = FailureKind(
     "agy_settings_invalid",
     "agy's settings cannot be used",
     f"Fix or remove the file named in the message (it must be a JSON object); run {_DOCTOR}.",
+)
+AGY_INTERACTION_TIMED_OUT = FailureKind(
+    "agy_interaction_timed_out",
+    "agy gave up waiting for your answer",
+    "agy asked for an approval or an answer and timed out before one came; an answer given "
+    "now is refused. Send the message again and answer the card while it is shown.",
+    retryable=True,
+)
+AGY_MODEL_ERROR = FailureKind(
+    "agy_model_error",
+    "agy's model call failed",
+    "Send the message again; if it keeps failing, pick another model with /model or check "
+    f"agy's status with {_DOCTOR}.",
 )
 AGY_INTERNAL = FailureKind(
     "agy_internal",
@@ -239,6 +281,7 @@ CATALOGUE: tuple[FailureKind, ...] = (
     AGY_PLUGIN_FAILED,
     AGY_UNREACHABLE,
     AGY_RATE_LIMITED,
+    AGY_QUOTA_EXHAUSTED,
     AGY_PROTOCOL_ERROR,
     AGY_RPC_FAILED,
     AGY_CONVERSATION_LOST,
@@ -247,7 +290,15 @@ CATALOGUE: tuple[FailureKind, ...] = (
     AGY_STATE_DIR_INVALID,
     AGY_ONBOARDING_INCOMPLETE,
     AGY_WORKSPACE_UNTRUSTED,
+    AGY_WORKSPACE_NOT_TRUSTED,
+    AGY_WORKSPACE_HIDDEN,
+    AGY_TRUST_FILE_INVALID,
+    AGY_CONVERSATIONS_UNREADABLE,
+    AGY_CONVERSATION_UNKNOWN,
+    AGY_OMNIGENT_UNREACHABLE,
     AGY_SETTINGS_INVALID,
+    AGY_INTERACTION_TIMED_OUT,
+    AGY_MODEL_ERROR,
     AGY_INTERNAL,
 )
 _BY_CODE = {kind.code: kind for kind in CATALOGUE}
@@ -258,65 +309,7 @@ def kind_for_code(code: str) -> FailureKind:
     return _BY_CODE.get(code, AGY_INTERNAL)
 
 
-# -- scrubbing -------------------------------------------------------------------------------
-
-# ``--csrf_token=T``, ``ANTIGRAVITY_CSRF_TOKEN=T``, ``x-codeium-csrf-token: T``, JSON keys.
-# With a colon the name must be compound (``-``/``_``): "the CSRF token: another agy…" is prose.
-_ASSIGNED = re.compile(
-    r"""(?ix)
-    (?P<name>[\w.-]*(?:csrf|token|secret|password|passwd|api[_-]?key)[\w.-]*)
-    (?P<sep>['"]?\s*(?P<op>[=:])\s*['"]?)
-    (?P<value>[^\s'",;)}\]]+)
-    """
-)
-_BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s'\",;)}\]]+")
-_CANDIDATE = re.compile(r"[A-Za-z0-9_\-]{20,}")
-_PART = re.compile(r"[A-Za-z0-9]{10,}")
-# Words as code spells them: UPPER, lower, camelCase, CamelCase with short acronyms, and a
-# short number. Random mixed case almost never fits (it needs two lower-case letters after
-# every capital run); hex and base32 fail the letter/digit test instead.
-_WORDLIKE = re.compile(r"[A-Z0-9]+|[a-z0-9]+|[a-z]*(?:[A-Z]{1,6}[a-z]{2,})*[A-Z]{0,6}[0-9]{0,4}")
-# Cascade and conversation ids are UUIDs: useful in a report, and not secrets.
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
-_MIN_SWITCHES = 4  # letter/digit alternations that identifiers and slugs rarely reach
-REDACTED = "[redacted]"
-
-
-def _looks_random(text: str) -> bool:
-    """A token (``secrets.token_urlsafe``/``token_hex``), not an identifier, slug or UUID."""
-    if _UUID.fullmatch(text):
-        return False
-    if all(any(test(c) for c in text) for test in (str.isupper, str.islower, str.isdigit)):
-        return True
-    kinds = [c.isdigit() for c in text if c.isalnum()]
-    if sum(a != b for a, b in itertools.pairwise(kinds)) >= _MIN_SWITCHES:
-        return True
-    return any(not _WORDLIKE.fullmatch(part) for part in _PART.findall(text))
-
-
-def _redact_assignment(match: re.Match[str]) -> str:
-    name, value = match["name"], match["value"]
-    if value == REDACTED or (match["op"] == ":" and not any(c in name for c in "-_")):
-        return match[0]
-    return f"{name}{match['sep']}{REDACTED}"
-
-
-def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` without ``secrets``, values of secret-named settings or random-looking strings."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    text = _ASSIGNED.sub(_redact_assignment, text)
-    text = _BEARER.sub(lambda m: f"{m[1]}{REDACTED}", text)
-    return _CANDIDATE.sub(lambda m: REDACTED if _looks_random(m[0]) else m[0], text)
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
-
-
-# -- mapping ---------------------------------------------------------------------------------
+# -- failures of a kind, as the code that meets them words them ----------------------------
 
 
 def signed_out_failure(detail: str | None = None) -> Failure:
@@ -334,128 +327,23 @@ def too_old_failure(version: str) -> Failure:
     )
 
 
-def _remediation(exc: BaseException) -> str | None:
-    try:
-        remedy = getattr(exc, "remediation", None)
-    except Exception:  # noqa: BLE001 - a broken property must not break the error path
-        return None
-    return remedy if isinstance(remedy, str) and remedy.strip() else None
+def gave_up_waiting_failure(detail: str) -> Failure:
+    """agy timed a permission or question card out and ended the turn (``detail``: its
+    error); a late answer is refused, so the person sends the message again."""
+    return AGY_INTERACTION_TIMED_OUT.failure(f"agy stopped waiting for an answer: {detail}")
 
 
-def _message(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception:  # noqa: BLE001 - a broken __str__ must not break the error path
-        text = ""
-    text = text or type(exc).__name__
-    # Several errors append their remediation to str(); the card shows it separately.
-    remedy = _remediation(exc)
-    if remedy and text.endswith(remedy) and len(text) > len(remedy):
-        text = text[: -len(remedy)].rstrip(" .")
-    return text
+def model_error_failure(message: str, *, retryable: bool) -> Failure:
+    """agy ended the turn on an error of its model call; ``retryable`` is agy's own verdict."""
+    return AGY_MODEL_ERROR.failure(message, retryable=retryable)
 
 
-def _rpc_kind(exc: RpcError) -> FailureKind:
-    if isinstance(exc, CsrfError):
-        return AGY_CSRF_REJECTED
-    if isinstance(exc, StreamStalled):
-        return AGY_UNREACHABLE
-    if isinstance(exc, ProtocolError):
-        return AGY_PROTOCOL_ERROR
-    return {
-        Code.UNAVAILABLE: AGY_UNREACHABLE,
-        Code.DEADLINE_EXCEEDED: AGY_UNREACHABLE,
-        Code.UNAUTHENTICATED: AGY_SIGNED_OUT,
-        Code.RESOURCE_EXHAUSTED: AGY_RATE_LIMITED,
-        Code.INTERNAL: AGY_PROTOCOL_ERROR if exc.http_status == 200 else AGY_RPC_FAILED,
-    }.get(exc.code, AGY_RPC_FAILED)
-
-
-# Most specific first: DiscoveryError subclasses before DiscoveryError itself.
-_KINDS: tuple[tuple[type[BaseException], FailureKind], ...] = (
-    (AgyNotFoundError, AGY_NOT_INSTALLED),
-    (ConfigError, AGY_CONFIG_INVALID),
-    (InvalidRuleError, AGY_CONFIG_INVALID),
-    (PluginLoadError, AGY_PLUGIN_FAILED),
-    (UnknownModelError, AGY_MODEL_UNKNOWN),
-    (InvalidEffortError, AGY_EFFORT_INVALID),
-    (AgyExitedError, AGY_EXITED),
-    (PortNeverOpenedError, AGY_PORT_NEVER_OPENED),
-    (ForeignListenerError, AGY_FOREIGN_LISTENER),
-    (CsrfRejectedError, AGY_CSRF_REJECTED),
-    (ConversationNotFoundError, AGY_CONVERSATION_LOST),
-    (DiscoveryError, AGY_PORT_NEVER_OPENED),
-    (TerminalError, AGY_TMUX_FAILED),
-    (StateDirError, AGY_STATE_DIR_INVALID),
-    (LaunchError, AGY_LAUNCH_FAILED),
-)
-
-
-def _kind(exc: BaseException) -> FailureKind:
-    if isinstance(exc, RpcError):
-        return _rpc_kind(exc)
-    for error_type, kind in _KINDS:
-        if isinstance(exc, error_type):
-            return kind
-    # Any error can opt in by naming a catalogue code, on its class or per instance
-    # (``code = "agy_exited"``): new error types need no change here.
-    code = getattr(exc, "code", None)
-    return _BY_CODE.get(code, AGY_INTERNAL) if isinstance(code, str) else AGY_INTERNAL
-
-
-def _known(exc: BaseException, depth: int = 0) -> tuple[BaseException, str | None]:
-    """The error to describe ``exc`` by, and the outer context to prefix its message with.
-
-    An exception group (asyncio TaskGroup) stands for its first member we know; an unknown
-    error raised ``from`` a known one stands for that cause, with its own text as context.
-    """
-    if depth > _MAX_DEPTH:
-        return exc, None
-    if isinstance(exc, BaseExceptionGroup):
-        members = [_known(inner, depth + 1) for inner in exc.exceptions]
-        known = [member for member in members if _kind(member[0]) is not AGY_INTERNAL]
-        return (known or members or [(exc, None)])[0]
-    if _kind(exc) is AGY_INTERNAL and exc.__cause__ is not None:
-        cause, context = _known(exc.__cause__, depth + 1)
-        if _kind(cause) is not AGY_INTERNAL:
-            outer = _message(exc)
-            return cause, f"{outer}: {context}" if context else outer
-    return exc, None
-
-
-def failure_for(exc: BaseException, *, secrets: Iterable[str] = ()) -> Failure:
-    """The :class:`Failure` a person sees for ``exc``; never raises, never leaks a secret.
-
-    ``secrets`` are strings known to be secret (the session's CSRF token) that are removed
-    verbatim before the heuristics run.
-    """
-    secrets = tuple(secrets)
-    try:
-        carried = getattr(exc, "failure", None)
-        if isinstance(carried, Failure):  # e.g. a pre-flight error: already a catalogue entry
-            return Failure(
-                carried.code,
-                carried.title,
-                _clip(scrub(carried.message, secrets)),
-                scrub(carried.remediation, secrets),
-                carried.retryable,
-            )
-        known, context = _known(exc)
-        kind = _kind(known)
-        message = _message(known)
-        if kind is AGY_INTERNAL:
-            message = f"{type(known).__name__}: {message}"
-        if context:
-            message = f"{context}: {message}"
-        if (
-            isinstance(known, UnknownModelError)
-            and known.valid_names
-            and "valid names" not in message
-        ):
-            message = f"{message}; valid models: {', '.join(known.valid_names)}"
-        remedy = _remediation(known)
-        return kind.failure(
-            scrub(message, secrets), remediation=scrub(remedy, secrets) if remedy else None
-        )
-    except Exception:  # noqa: BLE001 - the error path itself must never crash the turn
-        return AGY_INTERNAL.failure(f"{type(exc).__name__} (details could not be shown)")
+def quota_exhausted_failure(detail: str, *, group: str | None, resets: str | None) -> Failure:
+    """agy's model call was refused for quota (``detail``: agy's words); ``group`` is the model
+    group whose quota is used up and ``resets`` when it comes back, in words, when known."""
+    which = f"the quota of {group}" if group else "the model's quota"
+    when = f"It resets {resets}. " if resets else ""
+    return AGY_QUOTA_EXHAUSTED.failure(
+        f"agy's model call was refused: {which} is used up ({detail})",
+        remediation=f"{when}{AGY_QUOTA_EXHAUSTED.remediation}",
+    )

@@ -1,7 +1,7 @@
 """The durable cursor: what the reader already published for a cascade, kept on disk.
 
-A restarted reader (a respawned harness process re-attaching to the same agy, DESIGN-NOTES §4)
-loads it and goes on without publishing history again (DESIGN-NOTES §5). One small JSON file
+A restarted reader (a respawned harness process re-attaching to the same agy, docs/decisions.md §4)
+loads it and goes on without publishing history again (docs/decisions.md §5). One small JSON file
 per cascade in the session's private state directory, written atomically and 0600; its size
 depends on the steps still open, not on the conversation's length (see `indexset`).
 """
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.reading.mapper import MapperState
+from omnigent_agy.reading.mapper_state import MapperState
 
 _logger = logging.getLogger(__name__)
 _VERSION = 1

@@ -1,6 +1,6 @@
 """The host-agnostic events the step mapper emits; the omnigent executor translates them.
 
-Identity (DESIGN-NOTES §5): every event that becomes an omnigent item carries a stable id built
+Identity (docs/decisions.md §5): every event that becomes an omnigent item carries a stable id built
 from the step that produced it (`StepKey.item_id`, `call_id`), never from anything that differs
 between a streamed and a polled copy of the step. Events are values: frozen, slotted, compared
 by content. Those that carry JSON objects (`raw`, `arguments`, `spec`, …) are not hashable.
@@ -92,7 +92,7 @@ class ToolCallStarted:
     """A tool step agy is running itself (RUN_COMMAND, VIEW_FILE, …, or an unknown type).
 
     `call_id` is `key.item_id`; `agy_call_id` is `metadata.toolCall.id` when the step carried it
-    (polls do, the stream does not: WIRE.md §4), for logs only.
+    (polls do, the stream does not: docs/wire.md §4), for logs only.
     """
 
     call_id: str
@@ -180,7 +180,7 @@ class ErrorReported:
 
 @dataclass(frozen=True, slots=True)
 class InteractionRequested:
-    """A step is WAITING for the user (WIRE.md §6): everything the interaction bridge needs.
+    """A step is WAITING for the user (docs/wire.md §6): everything the interaction bridge needs.
 
     Answer with HandleCascadeUserInteraction using `key.trajectory_id` and `key.step_index`;
     at delivery time re-read the steps and answer the freshest WAITING step of the same kind.
@@ -219,7 +219,7 @@ class InteractionResolved:
 
 @dataclass(frozen=True, slots=True)
 class SubAgentStarted:
-    """An INVOKE_SUBAGENT step spawned a child cascade (WIRE.md §7)."""
+    """An INVOKE_SUBAGENT step spawned a child cascade (docs/wire.md §7)."""
 
     call_id: str
     child_cascade_id: str
@@ -251,7 +251,7 @@ class SubAgentEvent:
 class UnknownStep:
     """The first step of a type this package does not know; emitted once per type, to log.
 
-    The step itself is still rendered, as a generic tool call (DESIGN-NOTES §7).
+    The step itself is still rendered, as a generic tool call (docs/decisions.md §7).
     """
 
     key: StepKey
@@ -284,7 +284,7 @@ def apply_delta(current: str, delta: TextDelta | ReasoningDelta) -> str:
 
 
 def turn_usage(events: Iterable[Event]) -> ModelUsage:
-    """The sum of every `UsageReported` among `events` (agy has no usage RPC, WIRE.md §5)."""
+    """The sum of every `UsageReported` among `events` (agy has no usage RPC, docs/wire.md §5)."""
     total: ModelUsage | None = None
     for event in events:
         if isinstance(event, UsageReported):

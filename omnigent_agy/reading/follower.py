@@ -5,7 +5,7 @@ once agy's answer is in hand, whether a stream frame or a poll brought it: the m
 the new part of each step into events (dropping anything already committed), the turn's usage
 is summed, `TurnEnded` is published once the cascade is IDLE with every step settled after a
 USER_INPUT (IDLE really means the turn is over: agy stays RUNNING while a gate is open,
-WIRE.md §4), and the durable cursor is saved once per batch, only when something durable
+docs/wire.md §4), and the durable cursor is saved once per batch, only when something durable
 changed (a step committed, a gate opened or closed, a tool started, the turn ended). It does no
 I/O with agy: `reader` fetches, this applies.
 """
@@ -25,10 +25,11 @@ from omnigent_agy.reading.events import (
     TurnBoundary,
     UsageReported,
 )
-from omnigent_agy.reading.mapper import MapperState, map_step
+from omnigent_agy.reading.mapper import map_step
+from omnigent_agy.reading.mapper_state import MapperState
 from omnigent_agy.reading.reader_state import Following, ReaderEvent, TurnEnded, TurnProgress
 from omnigent_agy.reading.sink import EventSink
-from omnigent_agy.reading.steps import is_settled, obj, seq, step_key, step_status
+from omnigent_agy.reading.steps import is_settled, obj, step_key, step_status
 from omnigent_agy.rpc.lazyjson import LazyArray
 
 __all__ = ["IDLE", "Follower"]
@@ -65,28 +66,41 @@ class Follower:
 
     def apply_frame(self, message: Mapping[str, Any]) -> bool:
         """Apply one stream frame; True when it names another conversation than ours."""
-        update = obj(message.get("update")) or message
+        # Every frame of a streamed answer comes here: the JSON shapes are tested with
+        # `type(x) is dict` / `list` first, which costs no call (docs/performance.md).
+        update = message.get("update")
+        if type(update) is not dict:
+            update = obj(update) or message
         follow = self.follow
         conversation = update.get("conversationId")
-        if isinstance(conversation, str) and conversation and conversation != follow.cascade_id:
+        if (
+            conversation != follow.state.cascade_id
+            and conversation
+            and isinstance(conversation, str)
+        ):
             return True
-        steps_update = obj(obj(update.get("mainTrajectoryUpdate")).get("stepsUpdate"))
-        indices = seq(steps_update.get("indices"))
+        steps_update = update.get("mainTrajectoryUpdate")
+        if type(steps_update) is not dict:
+            steps_update = obj(steps_update)
+        steps_update = steps_update.get("stepsUpdate")
+        if type(steps_update) is not dict:
+            steps_update = obj(steps_update)
+        indices = steps_update.get("indices")
+        if type(indices) is not list:
+            indices = []
         raw = steps_update.get("steps")
         # A large frame's steps are a LazyArray (rpc.lazyjson): each is decoded as it is
         # read, so they are walked once, never gathered, and the snapshot is never one tree.
-        steps = raw if isinstance(raw, LazyArray) else seq(raw)
+        steps = raw if type(raw) is list or isinstance(raw, LazyArray) else []
+        positioned: Iterable[tuple[object, object]]
         if len(indices) == len(steps):
-            positioned: Iterable[tuple[int | None, object]] = (
-                (index if isinstance(index, int) else None, step)
-                for index, step in zip(indices, steps, strict=True)
-            )
+            positioned = zip(indices, steps, strict=True)  # an index no int: taken as absent
         else:
             _logger.warning("a frame with %d indices for %d steps", len(indices), len(steps))
             positioned = ((None, step) for step in steps)
         total = steps_update.get("totalLength")
-        if isinstance(total, int):
-            follow.total_length = max(follow.total_length, total)
+        if isinstance(total, int) and total > follow.total_length:
+            follow.total_length = total
         status = update.get("status")
         if isinstance(status, str):
             follow.status = status
@@ -122,7 +136,7 @@ class Follower:
         follow.total_length = max(follow.total_length, offset + len(steps))
         self.save_cursor()
 
-    def apply_steps(self, positioned: Iterable[tuple[int | None, object]]) -> None:
+    def apply_steps(self, positioned: Iterable[tuple[object, object]]) -> None:
         """Map and publish a batch (one frame or one poll); save the cursor once, and only
         when something durable changed in it.
 
@@ -138,7 +152,8 @@ class Follower:
         for index, step in positioned:
             if follow.trajectory_id is None and isinstance(step, Mapping):
                 follow.trajectory_id = step_key(step).trajectory_id or None
-            for event in map_step(state, step, absolute_index=index):
+            absolute = index if type(index) is int else None  # bool is no index either
+            for event in map_step(state, step, absolute_index=absolute):
                 # A delta is not durable and never ends a turn (the type test first: a frame
                 # of a growing answer is nothing but one delta).
                 if type(event) not in _DELTAS and not _is_growth(event):

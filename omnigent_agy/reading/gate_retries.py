@@ -1,4 +1,4 @@
-"""One tool call across agy's retries of a timed-out gate (WIRE.md §6).
+"""One tool call across agy's retries of a timed-out gate (docs/wire.md §6).
 
 A WAITING step that nobody answers in time goes to ERROR, and agy asks again with a fresh
 WAITING step of the same tool at a higher step index. Each of those steps is, by its identity,

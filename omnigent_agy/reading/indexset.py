@@ -5,7 +5,7 @@ committed indices of a trajectory are almost always ``0 .. n-1`` with at most a 
 holes (a step parked on an interaction while later ones are written). Storing that as
 ``watermark`` (every index below it is in the set) plus the few indices above it keeps
 ``add``/``in`` O(1) and makes the durable cursor a few bytes however long the conversation
-grows (DESIGN-NOTES §6).
+grows (docs/decisions.md §6).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 `map_step(state, step, absolute_index=...)` mutates `state` in place and returns the new
 events for that step; it does no I/O, reads no clock, starts no thread and touches no global.
-It never raises on malformed input (DESIGN-NOTES §7): unknown types become a generic tool call.
+It never raises on malformed input (docs/decisions.md §7): unknown types become a generic tool call.
 
-Rules (WIRE.md §4 to §6):
+Rules (docs/wire.md §4 to §6):
 
 - Steps are cumulative snapshots, re-sent whole while they change. Deltas are the new suffix of
   `plannerResponse.modifiedResponse` / `thinking` against what this state already emitted for
@@ -15,7 +15,7 @@ Rules (WIRE.md §4 to §6):
   `AssistantMessage`, the `ToolCallFinished`, the `UsageReported`, …) and its key is recorded, so
   any later copy of it (stream replay, poll catch-up) maps to nothing.
 - Tool calls are built from the tool's own step, never from `metadata.toolCall` (the stream
-  omits it, WIRE.md §4): name and arguments come from the payload and the call id is the step's
+  omits it, docs/wire.md §4): name and arguments come from the payload and the call id is the step's
   `item_id`, so a streamed and a polled copy give the same call.
 - Cost: the work per frame depends only on the step given, never on the conversation's length;
   per-step progress is dropped when the step settles, leaving one int per committed step.
@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from os.path import commonprefix
-from typing import Any
 
 from omnigent_agy.reading.events import (
     AssistantMessage,
@@ -47,15 +45,18 @@ from omnigent_agy.reading.events import (
     UnknownStep,
     UsageReported,
 )
-from omnigent_agy.reading.gate_retries import TIMED_OUT, GateRetries
-from omnigent_agy.reading.indexset import IndexSet
+from omnigent_agy.reading.gate_retries import TIMED_OUT
+from omnigent_agy.reading.mapper_state import MapperState, StreamedText
 from omnigent_agy.reading.steps import (
+    KNOWN_STATUSES,
+    KNOWN_TYPES,
     SETTLED_STATUSES,
     JsonObject,
     StepKey,
     StepStatus,
     StepType,
     is_settled,
+    key_in_metadata,
     metadata,
     obj,
     parse_model_usage,
@@ -64,7 +65,6 @@ from omnigent_agy.reading.steps import (
     requested_interaction,
     seq,
     step_error_text,
-    step_key,
     step_payload,
     text,
 )
@@ -77,7 +77,6 @@ from omnigent_agy.reading.tool_steps import (
     subagent_children,
 )
 
-DEFAULT_OUTPUT_CAP = 64 * 1024
 _DETAIL_CAP = 4096
 
 # Bookkeeping steps agy writes for itself: nothing to show but their model usage.
@@ -90,163 +89,51 @@ _QUIET_TYPES = frozenset(
     }
 )
 
-# A user input or an error ends every gate retry agy did not ask again for (WIRE.md §6).
+# A user input or an error ends every gate retry agy did not ask again for (docs/wire.md §6).
 _ENDS_RETRIES = frozenset({StepType.USER_INPUT, StepType.ERROR_MESSAGE})
-
-
-@dataclass(slots=True)
-class _Stream:
-    """What has been emitted so far for a PLANNER_RESPONSE that has not settled."""
-
-    text: str = ""
-    reasoning: str = ""
-
-
-@dataclass(slots=True, eq=False)
-class MapperState:
-    """Everything the mapper remembers about one cascade, passed explicitly to `map_step`.
-
-    `model_names` maps Model enum names to display names (from the catalog); `parent_call_id`
-    marks the state of a sub-agent's child cascade: its events come wrapped in `SubAgentEvent`.
-    """
-
-    cascade_id: str
-    model_names: Mapping[str, str] = field(default_factory=dict)
-    parent_call_id: str | None = None
-    output_cap: int = DEFAULT_OUTPUT_CAP
-    model: str | None = None
-    _committed: dict[str, IndexSet] = field(default_factory=dict, init=False, repr=False)
-    _streams: dict[StepKey, _Stream] = field(default_factory=dict, init=False, repr=False)
-    _open_tools: dict[StepKey, str] = field(default_factory=dict, init=False, repr=False)
-    _waiting: dict[StepKey, str] = field(default_factory=dict, init=False, repr=False)
-    _children: set[str] = field(default_factory=set, init=False, repr=False)
-    _unknown_types: set[str] = field(default_factory=set, init=False, repr=False)
-    _retries: GateRetries = field(default_factory=GateRetries, init=False, repr=False)
-    _last_key: StepKey | None = field(default=None, init=False, repr=False)
-
-    def is_committed(self, key: StepKey) -> bool:
-        indices = self._committed.get(key.trajectory_id)
-        return indices is not None and indices.has(key.step_index)
-
-    def mark_committed(self, key: StepKey) -> None:
-        """Record `key` as published (also how a reader seeds the state from its durable cursor)."""
-        committed = self._committed.get(key.trajectory_id)
-        if committed is None:
-            committed = self._committed[key.trajectory_id] = IndexSet()
-        committed.add(key.step_index)
-        self._streams.pop(key, None)
-        self._open_tools.pop(key, None)
-        self._waiting.pop(key, None)
-
-    def commit_below(self, trajectory_id: str, end: int) -> None:
-        """Record every step of `trajectory_id` below `end` as published, without seeing them
-        (the history a reader attaching to a long conversation skips)."""
-        committed = self._committed.get(trajectory_id)
-        if committed is None:
-            committed = self._committed[trajectory_id] = IndexSet()
-        committed.add_below(end)
-
-    @property
-    def committed_count(self) -> int:
-        return sum(len(indices) for indices in self._committed.values())
-
-    def first_uncommitted(self, trajectory_id: str) -> int:
-        """The lowest step index of `trajectory_id` not committed yet (where a catch-up starts)."""
-        committed = self._committed.get(trajectory_id)
-        return 0 if committed is None else committed.watermark
-
-    def export_progress(self) -> dict[str, Any]:
-        """What a restarted reader needs to go on without publishing anything twice.
-
-        Committed steps, the text already streamed for steps still generating, and the tool
-        calls already started. Open interactions are deliberately left out: a new process has
-        no card on screen for them, so they are announced again.
-        """
-        return {
-            "committed": {t: s.to_json() for t, s in self._committed.items()},
-            "streams": [
-                {
-                    "trajectory_id": k.trajectory_id,
-                    "step_index": k.step_index,
-                    "text": s.text,
-                    "reasoning": s.reasoning,
-                }
-                for k, s in self._streams.items()
-            ],
-            "open_tools": [
-                {"trajectory_id": k.trajectory_id, "step_index": k.step_index, "name": name}
-                for k, name in self._open_tools.items()
-            ],
-            "children": sorted(self._children),
-            "model": self.model,
-            "gate_retries": self._retries.export(),
-        }
-
-    def restore_progress(self, data: Mapping[str, Any]) -> None:
-        """Load `export_progress` output; raises ValueError (and changes nothing) when malformed."""
-        try:
-            committed = {str(t): IndexSet.from_json(s) for t, s in data["committed"].items()}
-            streams = {
-                StepKey(self.cascade_id, str(e["trajectory_id"]), int(e["step_index"])): _Stream(
-                    str(e["text"]), str(e["reasoning"])
-                )
-                for e in data["streams"]
-            }
-            open_tools = {
-                StepKey(self.cascade_id, str(e["trajectory_id"]), int(e["step_index"])): str(
-                    e["name"]
-                )
-                for e in data["open_tools"]
-            }
-            children = {str(c) for c in data["children"]}
-            model = data.get("model")
-            retries = GateRetries.restore(data.get("gate_retries"), self.cascade_id)
-        except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            raise ValueError(f"malformed mapper progress: {exc!r}") from exc
-        self._committed = committed
-        self._streams = streams
-        self._open_tools = open_tools
-        self._children = children
-        self._retries = retries
-        self.model = model if isinstance(model, str) else None
-
-    @property
-    def open_count(self) -> int:
-        """Steps with progress held in memory: streaming, running tools, open interactions."""
-        return len(self._streams) + len(self._open_tools) + len(self._waiting) + len(self._retries)
 
 
 def map_step(state: MapperState, step: object, *, absolute_index: int | None) -> list[Event]:
     """Map one step (a decoded JSON object) to the events it adds; mutates `state`.
 
     Pass `absolute_index` whenever it is known (`indices[i]` of a stream frame, `stepOffset` +
-    position of a poll): USER_INPUT steps carry no `stepIndex` (WIRE.md §5). Pass it always or
+    position of a poll): USER_INPUT steps carry no `stepIndex` (docs/wire.md §5). Pass it always or
     never for a cascade, so that keys agree.
     """
-    if not isinstance(step, (dict, Mapping)):  # dict first: no ABC check for JSON
+    # This runs on every frame of a streamed answer: the JSON shapes are tested with
+    # `type(x) is dict` first (no call, no ABC check) and the step's metadata read once.
+    if type(step) is not dict and not isinstance(step, Mapping):
         return []
-    key = state._last_key = step_key(
-        step, absolute_index=absolute_index, cascade_id=state.cascade_id, previous=state._last_key
-    )
-    if state.is_committed(key):
+    meta = step.get("metadata")
+    if type(meta) is not dict:
+        meta = obj(meta)
+    key = state._last_key = key_in_metadata(meta, absolute_index, state.cascade_id, state._last_key)
+    committed = state._committed.get(key.trajectory_id)
+    if committed is not None and committed.has(key.step_index):
         return []
     events: list[Event] = []
-    kind = parse_step_type(step.get("type"))
-    status = parse_step_status(step.get("status"))
+    kind = step.get("type")  # parse_step_type and parse_step_status, without their calls
+    kind = KNOWN_TYPES.get(kind, kind) if type(kind) is str else parse_step_type(kind)
+    status = step.get("status")
+    status = (
+        KNOWN_STATUSES.get(status, status) if type(status) is str else parse_step_status(status)
+    )
     if kind in _ENDS_RETRIES:
         _give_up_retries(state, key, events)
     if kind == StepType.USER_INPUT:
         _map_user_input(state, step, key, status, events)
     elif kind == StepType.PLANNER_RESPONSE:
-        _note_model(state, text(metadata(step).get("generatorModel")), key, "generator", events)
+        model = meta.get("generatorModel")
+        if model != state.model and model:  # a model said once is not noted again
+            _note_model(state, text(model), key, "generator", events)
         _map_planner(state, step, key, status, events)
     elif kind == StepType.ERROR_MESSAGE:
         _map_error_message(step, key, status, events)
     elif kind not in _QUIET_TYPES:
-        _note_model(state, text(metadata(step).get("generatorModel")), key, "generator", events)
+        _note_model(state, text(meta.get("generatorModel")), key, "generator", events)
         _map_tool(state, step, key=key, kind=kind, status=status, events=events)
     if status in SETTLED_STATUSES or (kind == StepType.ERROR_MESSAGE and events):
-        usage = parse_model_usage(metadata(step).get("modelUsage"))
+        usage = parse_model_usage(meta.get("modelUsage"))
         if usage is not None:
             events.append(UsageReported(key=key, usage=usage))
         state.mark_committed(key)
@@ -282,7 +169,7 @@ def _map_user_input(
             source=text(metadata(step).get("source")),
         )
     )
-    # planModel on newer agy, requestedModel.model on older (WIRE.md §5).
+    # planModel on newer agy, requestedModel.model on older (docs/wire.md §5).
     planner = obj(obj(user_input.get("userConfig")).get("plannerConfig"))
     model = text(planner.get("planModel")) or text(obj(planner.get("requestedModel")).get("model"))
     _note_model(state, model, key, "user_input", events)
@@ -291,27 +178,34 @@ def _map_user_input(
 def _map_planner(
     state: MapperState, step: JsonObject, key: StepKey, status: str, events: list[Event]
 ) -> None:
-    response = obj(step.get("plannerResponse"))  # its step_payload, without working it out
-    stream = state._streams.get(key)
+    response = step.get("plannerResponse")  # its step_payload, without working it out
+    if type(response) is not dict:
+        response = obj(response)
+    # The step that grew last is found beside its key, without hashing the key.
+    stream = state._stream if state._stream_key is key else state._streams.get(key)
     opened = stream is None
     if stream is None:
-        stream = _Stream()
+        stream = StreamedText()
     # Deltas are built with positional arguments: this runs on every growth frame, and a
     # frozen dataclass built with keywords costs about twice as much.
-    thinking = text(response.get("thinking"))
-    if thinking is not None and thinking != stream.reasoning:
+    thinking = response.get("thinking")
+    if thinking and thinking != stream.reasoning and isinstance(thinking, str):
         offset = _splice_offset(stream.reasoning, thinking)
         events.append(ReasoningDelta(key, offset, thinking[offset:]))
         stream.reasoning = thinking
     # modifiedResponse is what the user sees; response appears only at the DONE commit.
-    said = text(response.get("modifiedResponse")) or text(response.get("response"))
-    if said is not None and said != stream.text:
-        offset = _splice_offset(stream.text, said)
+    said = response.get("modifiedResponse")
+    if not (said and isinstance(said, str)):
+        said = text(response.get("response"))
+    if said and said != stream.text:
+        shown = stream.text  # agy mostly only appends: then no call to work out the splice
+        offset = len(shown) if said.startswith(shown) else _splice_offset(shown, said)
         events.append(TextDelta(key, offset, said[offset:]))
         stream.text = said
     if status not in SETTLED_STATUSES:
         if opened:
             state._streams[key] = stream
+        state._stream_key, state._stream = key, stream
         return
     if stream.text:
         message_id = text(response.get("messageId"))
@@ -366,7 +260,7 @@ def _map_tool(
             events.append(UnknownStep(key=key, step_type=kind, status=status))
         call = describe_call(step, kind)
         retried = state._retries.take_over(key, kind, call.arguments)
-        if retried is not None:  # agy asks again after a gate timed out (WIRE.md §6)
+        if retried is not None:  # agy asks again after a gate timed out (docs/wire.md §6)
             call_id, name = retried.call_id, retried.name
         else:
             name = call.name
@@ -471,7 +365,7 @@ def _map_subagents(
     state: MapperState, step: JsonObject, call_id: str, status: str, events: list[Event]
 ) -> None:
     """Children appear in `invokeSubagent.results[]` (positional with `subagents[]`) as they
-    start; the step itself stays RUNNING until every child is done (WIRE.md §7)."""
+    start; the step itself stays RUNNING until every child is done (docs/wire.md §7)."""
     for spec, result, child in subagent_children(step):
         if child not in state._children:
             state._children.add(child)

@@ -1,21 +1,22 @@
 """The reader thread: agy's trajectory → mapper events, live, exactly once.
 
 `CascadeReader` owns a thread with its own event loop and its own `RpcClient` (one connection,
-one owner: DESIGN-NOTES §10). It follows one conversation:
+one owner: docs/decisions.md §10). It follows one conversation:
 
 - **Streaming** with StreamAgentStateUpdates, asking agy to start at the first step not yet
   committed (`initialStepsPageBounds`) and tolerating a full replay if agy ignores that
-  (WIRE.md §4). Frames are cumulative snapshots of the steps that changed; the mapper turns the
+  (docs/wire.md §4). Frames are cumulative snapshots of the steps that changed; the mapper turns the
   new part of each step into events and drops anything already committed.
 - **Silent streams** are normal while a gate is open (no frames arrive while agy waits for a
-  person, WIRE.md §4) and are also how a stream hangs after `/clear`. After `idle_timeout`
+  person, docs/wire.md §4) and are also how a stream hangs after `/clear`. After `idle_timeout`
   without a frame the reader catches up with one poll, checks for a `/clear` rotation and
   opens the stream again.
 - **Broken streams** (transport errors, 5xx, garbage) switch to polling GetCascadeTrajectorySteps
   from the first uncommitted step (never the whole trajectory), with jittered exponential
   backoff between attempts to stream again.
-- **`/clear` rotation**: a new root cascade in agy (`rotation.RotationWatch`, WIRE.md §7) is
-  followed deliberately and reported with `ConversationRotated`.
+- **`/clear` rotation**: a new root cascade in agy (`rotation.RotationWatch`, docs/wire.md §7) is
+  followed deliberately, rotated in the session's `Whereabouts` (the one owner of where the
+  conversation is, which the rest of the session asks) and reported with `ConversationRotated`.
 
 What a frame or a poll brought is applied by `follower.Follower` (events, the turn's end, the
 durable cursor). Everything is published to an `EventSink`; `stop()` is prompt and leaves no
@@ -49,7 +50,8 @@ from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.discovery import AgyExitedError
 from omnigent_agy.rpc.endpoint import AgyEndpoint, never_sent
-from omnigent_agy.rpc.errors import CsrfError, RpcError, StreamStalled
+from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError, StreamStalled
+from omnigent_agy.rpc.whereabouts import Whereabouts
 
 __all__ = [
     "CascadeReader",
@@ -76,10 +78,11 @@ class CascadeReader:
     def __init__(
         self,
         *,
-        port: int,
-        csrf_token: str,
-        cascade_id: str,
         sink: EventSink[ReaderEvent],
+        whereabouts: Whereabouts | None = None,
+        port: int = 0,
+        csrf_token: str = "",
+        cascade_id: str | None = None,
         cursor: CursorStore | None = None,
         settings: ReaderSettings | None = None,
         model_names: Mapping[str, str] | None = None,
@@ -89,7 +92,10 @@ class CascadeReader:
         endpoint: AgyEndpoint | None = None,
         client_factory: ClientFactory | None = None,
     ) -> None:
-        """`skip_existing`: without a cursor, count the steps already there as published
+        """`whereabouts`: where the conversation is, shared with the rest of the session: its
+        endpoint, its bound cascade, and whether that follows agy's TUI (then a `/clear` is
+        rotated there). Without it, the reader follows `cascade_id` on an endpoint of its own.
+        `skip_existing`: without a cursor, count the steps already there as published
         (binding to a conversation whose history omnigent already shows).
         `follow_clear`: the cascade is the one agy's TUI shows, so a new root cascade (a
         `/clear` typed there) is followed; a cascade started over RPC never moves.
@@ -97,6 +103,11 @@ class CascadeReader:
         the reader's own, from `port`, `csrf_token` and `resolve_port`): when agy stops
         answering the reader follows it to where the endpoint says it is now, and asks it to
         look again (`resolve_port`) after repeated failures."""
+        self._whereabouts = whereabouts
+        if whereabouts is not None:
+            endpoint, cascade_id = whereabouts.endpoint, whereabouts.cascade_id
+        if cascade_id is None:
+            raise ValueError("the reader needs a cascade to follow")
         self._endpoint = endpoint or AgyEndpoint(
             port=port, csrf_token=csrf_token, locate=resolve_port
         )
@@ -152,7 +163,7 @@ class CascadeReader:
         Afterwards `cascade_id` names the cascade to talk to.
         """
         loop, client = self._loop, self._client
-        if loop is None or client is None or loop.is_closed() or not self._follow_clear:
+        if loop is None or client is None or loop.is_closed() or not self._follows_clear():
             done: concurrent.futures.Future[None] = concurrent.futures.Future()
             done.set_result(None)
             return done
@@ -331,17 +342,27 @@ class CascadeReader:
     # --- /clear rotation ----------------------------------------------------------------------
 
     async def _check_rotation(self, client: RpcClient) -> None:
-        """Follow a new root cascade if agy started one (`/clear`, WIRE.md §7)."""
-        if not self._follow_clear:
+        """Follow a new root cascade if agy started one (`/clear`, docs/wire.md §7)."""
+        if not self._follows_clear():
             return
         old = self.cascade_id
         newest = await self._rotation.look(client, old)
         if newest is None:
             return
         self._follower.switch_to(newest)
+        if self._whereabouts is not None:
+            try:
+                self._whereabouts.rotate(old, newest)
+            except AgyError as exc:  # the record could not follow; the conversation does
+                _logger.warning("the agy record did not follow the /clear: %s", exc)
         self._sink.publish(ConversationRotated(old, newest))
 
     # --- helpers ------------------------------------------------------------------------------
+
+    def _follows_clear(self) -> bool:
+        """Whether a new root cascade is followed: the cascade is the one agy's TUI shows."""
+        where = self._whereabouts
+        return self._follow_clear if where is None else where.follows_tui
 
     def _set_mode(self, mode: str, reason: str) -> None:
         if mode != self._mode:
@@ -351,7 +372,7 @@ class CascadeReader:
 
 def _last_turn_start(summary: Mapping[str, Any]) -> int:
     """Where the conversation's last turn starts: its last USER_INPUT's index (protojson
-    omits zero, and int64 fields may come as strings, WIRE.md §3), never past its length."""
+    omits zero, and int64 fields may come as strings, docs/wire.md §3), never past its length."""
     numbers = []
     for name in ("lastUserInputStepIndex", "stepCount"):
         value = summary.get(name, 0)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from omnigent_agy.reading.events import Event
-from omnigent_agy.reading.mapper import MapperState
+from omnigent_agy.reading.mapper_state import MapperState
 from omnigent_agy.reading.steps import ModelUsage, StepKey
 from omnigent_agy.rpc.errors import AgyError
 

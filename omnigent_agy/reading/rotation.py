@@ -1,4 +1,4 @@
-"""Noticing a `/clear`: a new root cascade in agy's list (WIRE.md §7).
+"""Noticing a `/clear`: a new root cascade in agy's list (docs/wire.md §7).
 
 agy's TUI answers `/clear` by starting a new root cascade and showing it; the old one stays
 listed. `RotationWatch` remembers the root cascades it has seen and names the newest root that
@@ -16,7 +16,7 @@ from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.errors import CsrfError, RpcError
 
-__all__ = ["RotationWatch"]
+__all__ = ["RotationWatch", "root_cascades", "tui_cascade", "untouched"]
 
 _logger = logging.getLogger("omnigent_agy.reading.reader")
 
@@ -45,11 +45,7 @@ class RotationWatch:
         """The newest root cascade not seen before in `summaries` (GetAllCascadeTrajectories'
         `trajectorySummaries`), or None; `following` counts as seen."""
         self.checks += 1
-        roots = {
-            cascade_id: obj(summary)
-            for cascade_id, summary in summaries.items()
-            if not obj(obj(summary).get("trajectoryMetadata")).get("parentConversationId")
-        }
+        roots = root_cascades(summaries)
         known = self._known_roots
         self._known_roots = set(roots) | {following}
         if known is None:
@@ -60,8 +56,39 @@ class RotationWatch:
         return max(fresh, key=lambda c: _activity(roots[c]))
 
 
+def root_cascades(summaries: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The root cascades of a listing's `trajectorySummaries`: a sub-agent's cascade carries
+    a `parentConversationId` (docs/wire.md §7)."""
+    return {
+        str(cascade_id): obj(summary)
+        for cascade_id, summary in summaries.items()
+        if not obj(obj(summary).get("trajectoryMetadata")).get("parentConversationId")
+    }
+
+
+def untouched(value: object) -> bool:
+    """A cascade summary with no user input and no steps yet (docs/wire.md §3)."""
+    summary = obj(value)
+    if not summary or summary.get("lastUserInputTime"):
+        return False
+    try:
+        return int(str(summary.get("stepCount") or 0)) == 0
+    except ValueError:
+        return False
+
+
+def tui_cascade(summaries: Mapping[str, Any]) -> str | None:
+    """The empty conversation a freshly started agy's TUI opened: the only root cascade, and
+    nobody has typed into it yet (docs/wire.md §7); else None."""
+    roots = root_cascades(summaries)
+    if len(roots) != 1:
+        return None
+    cascade_id, summary = next(iter(roots.items()))
+    return cascade_id if untouched(summary) else None
+
+
 def _activity(summary: Mapping[str, Any]) -> str:
-    """RFC 3339 timestamps in one zone sort as text; the latest activity wins (WIRE.md §7)."""
+    """RFC 3339 timestamps in one zone sort as text; the latest activity wins (docs/wire.md §7)."""
     for name in ("lastUserInputTime", "lastModifiedTime", "createdTime"):
         value = summary.get(name)
         if isinstance(value, str) and value:

@@ -1,6 +1,6 @@
 """Where the reader thread publishes: thread-safe sinks for sync and asyncio consumers.
 
-The reader runs on its own thread and event loop (one connection, one owner: DESIGN-NOTES §10);
+The reader runs on its own thread and event loop (one connection, one owner: docs/decisions.md §10);
 nothing crosses from it to the consumer but the events it publishes through one of these.
 """
 
@@ -12,7 +12,7 @@ import queue
 import threading
 from typing import Final, Protocol
 
-from omnigent_agy.rpc.connection import return_freed_memory
+from omnigent_agy.rpc.heap import return_freed_memory
 
 #: A batch of at least this many events, once dropped, hands freed memory back (`release`).
 RELEASE_TRIM_AT: Final = 1_000

@@ -3,9 +3,9 @@
 Identity, type, status and payload of a step; model usage; requested interactions; error text.
 What a tool step says about its call (name, arguments, result) is in `tool_steps`.
 
-Nothing here trusts the wire (DESIGN-NOTES §7): every helper accepts any JSON value, returns a
+Nothing here trusts the wire (docs/decisions.md §7): every helper accepts any JSON value, returns a
 typed value or a neutral default, and never raises. Unknown step types and statuses stay plain
-strings; the enums below name only the values this package acts on (WIRE.md §5).
+strings; the enums below name only the values this package acts on (docs/wire.md §5).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ _EMPTY: JsonObject = {}
 
 
 class StepType(StrEnum):
-    """Step types this package maps specially; agy has ~118 more (WIRE.md §5)."""
+    """Step types this package maps specially; agy has ~118 more (docs/wire.md §5)."""
 
     USER_INPUT = "CORTEX_STEP_TYPE_USER_INPUT"
     PLANNER_RESPONSE = "CORTEX_STEP_TYPE_PLANNER_RESPONSE"
@@ -43,7 +43,7 @@ class StepType(StrEnum):
 
 
 class StepStatus(StrEnum):
-    """`CORTEX_STEP_STATUS_*` (WIRE.md §5); CANCELED has one L on the wire."""
+    """`CORTEX_STEP_STATUS_*` (docs/wire.md §5); CANCELED has one L on the wire."""
 
     PENDING = "CORTEX_STEP_STATUS_PENDING"
     QUEUED = "CORTEX_STEP_STATUS_QUEUED"
@@ -58,19 +58,12 @@ class StepStatus(StrEnum):
     INVALID = "CORTEX_STEP_STATUS_INVALID"
 
 
-SETTLED_STATUSES: frozenset[str] = frozenset(
-    {
-        StepStatus.DONE,
-        StepStatus.ERROR,
-        StepStatus.CANCELED,
-        StepStatus.INTERRUPTED,
-        StepStatus.CLEARED,
-        StepStatus.INVALID,
-    }
-)
+# Every status but the open ones (DONE, ERROR, CANCELED, INTERRUPTED, CLEARED, INVALID).
+_OPEN = {StepStatus.PENDING, StepStatus.QUEUED, StepStatus.RUNNING, StepStatus.GENERATING}
+SETTLED_STATUSES: frozenset[str] = frozenset(StepStatus) - _OPEN - {StepStatus.WAITING}
 
-_KNOWN_TYPES: dict[str, StepType] = {member.value: member for member in StepType}
-_KNOWN_STATUSES: dict[str, StepStatus] = {member.value: member for member in StepStatus}
+KNOWN_TYPES: dict[str, StepType] = {member.value: member for member in StepType}
+KNOWN_STATUSES: dict[str, StepStatus] = {member.value: member for member in StepStatus}
 
 
 # --- primitive readers -----------------------------------------------------------------------
@@ -95,7 +88,8 @@ def text(value: object) -> str | None:
 
 
 def int64(value: object) -> int | None:
-    """An int64/uint64 field: a decimal string on the wire (WIRE.md §3), an int in some shapes."""
+    """An int64/uint64 field: a decimal string on the wire (docs/wire.md §3), an int in some
+    shapes."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -109,7 +103,7 @@ def int64(value: object) -> int | None:
 
 
 def flag(value: object) -> bool:
-    """A proto bool: absent means False (zero values are omitted, WIRE.md §3)."""
+    """A proto bool: absent means False (zero values are omitted, docs/wire.md §3)."""
     return value is True
 
 
@@ -120,14 +114,14 @@ def parse_step_type(value: object) -> StepType | str:
     """The known `StepType`, the unknown type string as-is, or "" when absent or not a string."""
     if not isinstance(value, str):
         return ""
-    return _KNOWN_TYPES.get(value, value)
+    return KNOWN_TYPES.get(value, value)
 
 
 def parse_step_status(value: object) -> StepStatus | str:
     """The known `StepStatus`, the unknown status string as-is, or "" when absent."""
     if not isinstance(value, str):
         return ""
-    return _KNOWN_STATUSES.get(value, value)
+    return KNOWN_STATUSES.get(value, value)
 
 
 def step_type(step: JsonObject) -> StepType | str:
@@ -191,7 +185,7 @@ def execution_id(step: JsonObject) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class StepKey:
-    """The identity of a step: `(cascadeId, trajectoryId, stepIndex)` (WIRE.md §5)."""
+    """The identity of a step: `(cascadeId, trajectoryId, stepIndex)` (docs/wire.md §5)."""
 
     cascade_id: str
     trajectory_id: str
@@ -212,19 +206,27 @@ def step_key(
 ) -> StepKey:
     """The step's key from `metadata.sourceTrajectoryStepInfo`.
 
-    `stepIndex` is omitted when 0 *and on USER_INPUT* (WIRE.md §5), so a reader that knows the
+    `stepIndex` is omitted when 0 *and on USER_INPUT* (docs/wire.md §5), so a reader that knows the
     absolute index (the stream's `indices[i]`, or `stepOffset` + position in a poll) must always
     pass it: it wins over the field. Without it, a missing `stepIndex` means 0. `cascade_id` is
     the fallback when the step does not name its cascade. `previous` is returned itself when
-    the step has that key: a step is re-sent in every frame while it grows, and keeping one
-    key object for it saves building (and hashing) a new one per frame.
+    the step has that key (a growing step is re-sent in every frame: one key object, hashed once).
     """
-    info = obj(metadata(step).get("sourceTrajectoryStepInfo"))
-    index = absolute_index
-    if index is None:
-        index = int64(info.get("stepIndex")) or 0
-    cascade = text(info.get("cascadeId")) or cascade_id
-    trajectory = text(info.get("trajectoryId")) or ""
+    return key_in_metadata(metadata(step), absolute_index, cascade_id, previous)
+
+
+def key_in_metadata(
+    meta: JsonObject, absolute_index: int | None, cascade_id: str, previous: StepKey | None, /
+) -> StepKey:
+    """`step_key` of the step whose `metadata` is `meta` (the mapper has it in hand); what
+    JSON gives takes no call (this runs on every frame of a streamed answer)."""
+    info = meta.get("sourceTrajectoryStepInfo")
+    info = info if type(info) is dict else obj(info)
+    index = (int64(info.get("stepIndex")) or 0) if absolute_index is None else absolute_index
+    cascade = info.get("cascadeId")
+    cascade = cascade if cascade and isinstance(cascade, str) else cascade_id
+    trajectory = info.get("trajectoryId")
+    trajectory = trajectory if trajectory and isinstance(trajectory, str) else ""
     if (
         previous is not None
         and previous.step_index == index
@@ -240,7 +242,7 @@ def step_key(
 
 @dataclass(frozen=True, slots=True)
 class ModelUsage:
-    """`metadata.modelUsage` of one model call; output = thinking + response (WIRE.md §5)."""
+    """`metadata.modelUsage` of one model call; output = thinking + response (docs/wire.md §5)."""
 
     model: str | None = None
     input_tokens: int = 0
@@ -292,7 +294,7 @@ class InteractionKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class QuestionOption:
-    id: str  # "1".."N", what HandleCascadeUserInteraction expects back (WIRE.md §5)
+    id: str  # "1".."N", what HandleCascadeUserInteraction expects back (docs/wire.md §5)
     text: str
 
 
@@ -305,7 +307,7 @@ class Question:
 
 @dataclass(frozen=True, slots=True)
 class RequestedInteraction:
-    """`requestedInteraction` parsed (WIRE.md §6); `raw` keeps the whole object."""
+    """`requestedInteraction` parsed (docs/wire.md §6); `raw` keeps the whole object."""
 
     kind: InteractionKind
     raw: JsonObject
@@ -345,7 +347,7 @@ def parse_questions(value: object) -> tuple[Question, ...]:
 
 
 def requested_interaction(step: JsonObject) -> RequestedInteraction | None:
-    """The step's `requestedInteraction`, or None when it has none (WIRE.md §6)."""
+    """The step's `requestedInteraction`, or None when it has none (docs/wire.md §6)."""
     raw = step.get("requestedInteraction")
     if not isinstance(raw, Mapping):
         return None
@@ -384,7 +386,7 @@ def step_error_text(step: JsonObject) -> tuple[str | None, str | None]:
     """(readable message, detail) from `errorMessage.error` or the step's own `error`.
 
     The readable message prefers `userErrorMessage`, then `shortError`; the detail is the
-    `shortError` or `fullError` when it says more than the message (WIRE.md §5).
+    `shortError` or `fullError` when it says more than the message (docs/wire.md §5).
     """
     for container in (obj(obj(step.get("errorMessage")).get("error")), obj(step.get("error"))):
         user = text(container.get("userErrorMessage"))

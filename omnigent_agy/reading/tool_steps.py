@@ -1,6 +1,6 @@
 """What a tool step says about its call: name, arguments and result, from its own payload.
 
-The stream strips `metadata.toolCall` (WIRE.md §4), so everything here reads the tool's payload
+The stream strips `metadata.toolCall` (docs/wire.md §4), so everything here reads the tool's payload
 (`runCommand`, `viewFile`, …): a streamed and a polled copy of a step describe the same call.
 Like `steps`, every function tolerates any JSON and never raises.
 """
@@ -173,7 +173,7 @@ def _mcp_call(step: JsonObject, payload: JsonObject) -> ToolCall:
 
 def _generic_call(step: JsonObject, payload: JsonObject) -> ToolCall:
     # GENERIC's own name lives only in metadata.toolCall; the stream kept it there in the
-    # recorded stream_generic_done (WIRE.md §8), and the call id never depends on it.
+    # recorded stream_generic_done (docs/wire.md §8), and the call id never depends on it.
     name = text(obj(metadata(step).get("toolCall")).get("name")) or "generic"
     return ToolCall(name, obj(payload.get("args")))
 
@@ -213,7 +213,7 @@ _CALL_BUILDERS: dict[str, Callable[[JsonObject, JsonObject], ToolCall]] = {
 
 
 def last_interaction_response(step: JsonObject) -> JsonObject | None:
-    """The newest `completedInteractions[].response` (WIRE.md §6), or None."""
+    """The newest `completedInteractions[].response` (docs/wire.md §6), or None."""
     for completed in reversed(seq(step.get("completedInteractions"))):
         response = obj(completed).get("response")
         if isinstance(response, Mapping):
@@ -373,7 +373,7 @@ def subagent_children(step: JsonObject) -> list[tuple[JsonObject, JsonObject, st
     """(spec, result, child cascade id) of an INVOKE_SUBAGENT step's started children.
 
     agy fills `results[]` positionally against `subagents[]` and sets a result's
-    `conversationId` as soon as that child exists (WIRE.md §7).
+    `conversationId` as soon as that child exists (docs/wire.md §7).
     """
     payload = step_payload(step)
     children = []

@@ -9,11 +9,18 @@ for every request. The protocol is one JSON line each way per connection::
                                                     | {"ok": false, "error": "..."}
 
 A call runs through the turn's ``ToolRunner`` (omnigent's executor tool bridge, so its
-TOOL_CALL / TOOL_RESULT policies apply). Outside a turn a call is refused at once; a call
-still running when its turn ends is cancelled and answered with an error; a harness that is
-gone refuses the connection: the MCP server never waits on nobody.
+TOOL_CALL / TOOL_RESULT policies apply).
 
-The socket is 0600 in a 0700 directory (DESIGN-NOTES §9): only this user reaches it. When
+omnigent's ``sys_terminal_*`` tools are never relayed. The shipped agent declares a terminal
+(agy's own screen in the web's Terminal view, docs/in-omnigent.md), which gives the turn those
+tools; relayed, they would let agy type into its own TUI and answer its own permission
+gates (docs/decisions.md §11). They are left out of the list agy sees and a call naming one
+is refused. Outside a turn a call is refused at once; a call
+still running when its turn ends is cancelled and answered with an error; a harness that is
+gone refuses the connection: the MCP server never waits on nobody. A call the MCP server
+abandons (agy cancelled it) is cancelled here too.
+
+The socket is 0600 in a 0700 directory (docs/decisions.md §9): only this user reaches it. When
 the state directory's path is too long for a unix socket (about 100 bytes), the socket goes
 to a 0700 folder of this user's under the runtime or temporary directory instead.
 """
@@ -26,7 +33,6 @@ import hashlib
 import json
 import logging
 import os
-import stat
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -34,21 +40,22 @@ from pathlib import Path
 from typing import Any, Final
 
 from omnigent_agy.agy.statedir import write_private_file
+from omnigent_agy.agy.workspace import RUNTIME_DIR_ENV, check_private_dir
+from omnigent_agy.relay import MAX_LINE, RELAY_SERVER
 
 __all__ = [
     "MAX_LINE",
     "RELAY_SERVER",
+    "TERMINAL_TOOL_PREFIX",
     "RelayChannel",
     "ToolRunner",
     "relay_entry",
     "relay_socket_path",
+    "relayed",
 ]
 
 _log = logging.getLogger(__name__)
 
-#: The name of the relay in agy's mcp_config.json; agy's MCP steps show `omnigent/<tool>`.
-RELAY_SERVER: Final = "omnigent"
-MAX_LINE: Final = 16 * 1024 * 1024  # a tool's arguments or result may be large
 _SUN_PATH_MAX: Final = 100  # sockaddr_un.sun_path is 104 (macOS) or 108 (Linux) bytes
 
 type ToolRunner = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -57,6 +64,20 @@ NOT_IN_TURN: Final = (
     "omnigent's tools answer only during an omnigent turn of this conversation; none is running now"
 )
 TURN_ENDED: Final = "the omnigent turn ended before the tool answered"
+#: omnigent's tools that drive the session's terminals, agy's own screen among them.
+TERMINAL_TOOL_PREFIX: Final = "sys_terminal_"
+NOT_RELAYED: Final = (
+    "omnigent's terminal tools are not offered to agy: they would type into agy's own screen"
+)
+
+
+def relayed(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The tools agy may see: all but omnigent's terminal tools (see the module doc)."""
+    return [dict(tool) for tool in tools if not _is_terminal_tool(_tool_name(tool))]
+
+
+def _is_terminal_tool(name: str | None) -> bool:
+    return name is not None and name.startswith(TERMINAL_TOOL_PREFIX)
 
 
 def relay_socket_path(state_dir: Path) -> Path:
@@ -65,27 +86,19 @@ def relay_socket_path(state_dir: Path) -> Path:
     if len(os.fsencode(preferred)) <= _SUN_PATH_MAX:
         return preferred
     digest = hashlib.sha256(os.fsencode(state_dir.resolve())).hexdigest()[:16]
-    for base in (os.environ.get("XDG_RUNTIME_DIR"), tempfile.gettempdir(), "/tmp"):  # noqa: S108
+    for base in (os.environ.get(RUNTIME_DIR_ENV), tempfile.gettempdir(), "/tmp"):  # noqa: S108
         if not base:
             continue
         folder = Path(base) / f"omnigent-agy-{os.getuid()}"
         candidate = folder / f"{digest}.sock"
         if len(os.fsencode(candidate)) <= _SUN_PATH_MAX:
-            _private_folder(folder)
+            check_private_dir(folder)
             return candidate
     raise OSError(f"no socket path short enough for {state_dir}")
 
 
-def _private_folder(folder: Path) -> None:
-    with contextlib.suppress(FileExistsError):
-        folder.mkdir(mode=0o700)
-    info = os.lstat(folder)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise PermissionError(f"{folder} must be a directory of yours with mode 0700")
-
-
 def relay_entry(socket_path: Path, tools_file: Path, tool_names: Sequence[str]) -> dict[str, Any]:
-    """The relay's ``mcpServers`` entry (WIRE.md §1b shape: command, args, env, enabledTools).
+    """The relay's ``mcpServers`` entry (docs/wire.md §1b shape: command, args, env, enabledTools).
 
     ``enabledTools`` is agy's auto-approve list: omnigent's own policies judge each call on
     the harness side, so agy's gate would only ask the person a second time.
@@ -110,12 +123,13 @@ def relay_entry(socket_path: Path, tools_file: Path, tool_names: Sequence[str]) 
 
 def tool_names(tools: Sequence[Mapping[str, Any]]) -> list[str]:
     """The names of omnigent's tool schemas (flat ``name`` or ``function.name``)."""
-    names = []
-    for tool in tools:
-        name = tool.get("name") or (tool.get("function") or {}).get("name")
-        if isinstance(name, str) and name:
-            names.append(name)
-    return names
+    return [name for name in map(_tool_name, tools) if name is not None]
+
+
+def _tool_name(tool: Mapping[str, Any]) -> str | None:
+    function = tool.get("function")
+    name = tool.get("name") or (function.get("name") if isinstance(function, Mapping) else None)
+    return name if isinstance(name, str) and name else None
 
 
 class RelayChannel:
@@ -156,10 +170,11 @@ class RelayChannel:
         _log.info("omnigent tool relay listening on %s", self.socket_path)
 
     def set_tools(self, tools: Sequence[Mapping[str, Any]]) -> None:
-        """The tools omnigent passed to this turn; also kept on disk (0600) so the MCP server
-        can list them while no harness is running."""
-        self._tools = [dict(tool) for tool in tools]
-        write_private_file(self.tools_file, json.dumps(self._tools))
+        """The tools omnigent passed to this turn, but its terminal tools (``relayed``); also
+        kept on disk (0600) so the MCP server can list them while no harness is running."""
+        self._tools = relayed(tools)
+        # Written again every turn, so not flushed to disk: no agy outlives a power cut.
+        write_private_file(self.tools_file, json.dumps(self._tools), durable=False)
 
     def open_turn(self, runner: ToolRunner) -> None:
         self._runner = runner
@@ -185,7 +200,9 @@ class RelayChannel:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             line = await reader.readline()
-            reply = await self._answer(line)
+            reply = await self._answer_unless_dropped(line, reader)
+            if reply is None:
+                return
             writer.write(json.dumps(reply).encode() + b"\n")
             await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, ValueError) as exc:
@@ -194,6 +211,25 @@ class RelayChannel:
             writer.close()
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
+
+    async def _answer_unless_dropped(
+        self, line: bytes, reader: asyncio.StreamReader
+    ) -> dict[str, Any] | None:
+        """The answer; None when the MCP server hung up first (agy cancelled the call, or
+        ended): the tool is cancelled, as at the turn's end."""
+        answer = asyncio.ensure_future(self._answer(line))
+        dropped = asyncio.ensure_future(reader.read(1))  # nothing more comes but the end
+        try:
+            await asyncio.wait({answer, dropped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            dropped.cancel()
+        if answer.done():
+            return answer.result()
+        answer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await answer
+        _log.info("relay call abandoned by the MCP server")
+        return None
 
     async def _answer(self, line: bytes) -> dict[str, Any]:
         try:
@@ -216,6 +252,9 @@ class RelayChannel:
     async def _call(
         self, runner: ToolRunner, name: str, arguments: dict[str, Any]
     ) -> dict[str, Any]:
+        if _is_terminal_tool(name):
+            _log.warning("agy asked for omnigent's terminal tool %s: refused", name)
+            return {"ok": False, "error": NOT_RELAYED}
         task = asyncio.ensure_future(runner(name, arguments))
         self._calls.add(task)
         try:

@@ -1,4 +1,4 @@
-"""RpcClient: the typed methods of agy's language server (WIRE.md §3).
+"""RpcClient: the typed methods of agy's language server (docs/wire.md §3).
 
 Each method builds its request body the way agy reads it and checks the shape of the answer;
 the transport (one persistent TLS HTTP/2 connection, one owner loop, error translation,
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 
-# Where a StreamAgentStateUpdates message holds its steps (WIRE.md §3-§4).
+# Where a StreamAgentStateUpdates message holds its steps (docs/wire.md §3-§4).
 STEPS_PATH: Final = ("update", "mainTrajectoryUpdate", "stepsUpdate", "steps")
 
 
@@ -76,7 +76,7 @@ class RpcClient(RpcConnection):
         delivery_strategy: str | None = None,
     ) -> dict[str, Any]:
         """Post a user turn. The text goes in ``items[].text`` and the model is required per
-        turn (WIRE.md §3). Never retried: a retry after a lost answer would post it twice."""
+        turn (docs/wire.md §3). Never retried: a retry after a lost answer would post it twice."""
         body: dict[str, Any] = {
             "cascadeId": cascade_id,
             "items": [{"text": text}],
@@ -89,7 +89,7 @@ class RpcClient(RpcConnection):
     async def get_cascade_trajectory_steps(
         self, cascade_id: str, *, step_offset: int = 0
     ) -> list[dict[str, Any]]:
-        """Steps from ``step_offset`` on (absolute index = offset + position, WIRE.md §3)."""
+        """Steps from ``step_offset`` on (absolute index = offset + position, docs/wire.md §3)."""
         body: dict[str, Any] = {"cascadeId": cascade_id}
         if step_offset:  # protojson omits zero values
             body["stepOffset"] = step_offset
@@ -111,7 +111,7 @@ class RpcClient(RpcConnection):
         subscriber_id: str | None = None,
         idle_timeout: float = 30.0,
     ) -> AsyncGenerator[dict[str, Any]]:
-        """Each ``{"update": {...}}`` message agy streams for the conversation (WIRE.md §4).
+        """Each ``{"update": {...}}`` message agy streams for the conversation (docs/wire.md §4).
 
         ``start_index``/``end_index_exclusive`` ask agy to replay from a cursor
         (``initialStepsPageBounds``); agy may ignore them and replay everything.
@@ -149,7 +149,7 @@ class RpcClient(RpcConnection):
         elicitation: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Answer a WAITING step. ``trajectoryId``/``stepIndex`` go INSIDE ``interaction``:
-        agy silently drops them at the top level (WIRE.md §3/§6). Never retried: agy may
+        agy silently drops them at the top level (docs/wire.md §3/§6). Never retried: agy may
         have re-opened the gate at a higher step index meanwhile."""
         payloads = {
             "permission": permission,
@@ -171,7 +171,8 @@ class RpcClient(RpcConnection):
     async def cancel_cascade_steps(
         self, cascade_id: str, step_indices: list[int] | None = None
     ) -> dict[str, Any]:
-        """Stop a running cascade. A no-op on a step WAITING for an interaction (WIRE.md §3)."""
+        """Stop a running cascade. A no-op on a step WAITING for an interaction
+        (docs/wire.md §3)."""
         body: dict[str, Any] = {"cascadeId": cascade_id}
         if step_indices is not None:
             body["stepIndices"] = list(step_indices)
@@ -190,3 +191,18 @@ class RpcClient(RpcConnection):
 
     async def get_available_models(self) -> dict[str, Any]:
         return await self.call("GetAvailableModels", {}, idempotent=True)
+
+    async def get_generator_metadata(self, cascade_id: str) -> dict[str, Any]:
+        """One entry per model call of the conversation, with agy's running estimate of the
+        context in use (docs/wire.md §3, §9; read with `reading.context`)."""
+        return await self.call(
+            "GetCascadeTrajectoryGeneratorMetadata", {"cascadeId": cascade_id}, idempotent=True
+        )
+
+    async def retrieve_user_quota_summary(self) -> dict[str, Any]:
+        """The account's quota per model group (docs/wire.md §9; read with `rpc.quota`)."""
+        return await self.call("RetrieveUserQuotaSummary", {}, idempotent=True)
+
+    async def get_user_status(self) -> dict[str, Any]:
+        """The account and its plan (docs/wire.md §9; read with `rpc.quota`)."""
+        return await self.call("GetUserStatus", {}, idempotent=True)

@@ -1,14 +1,14 @@
-"""RpcConnection: agy's connect-RPC transport over TLS HTTP/2 on loopback (WIRE.md §1-§2).
+"""RpcConnection: agy's connect-RPC transport over TLS HTTP/2 on loopback (docs/wire.md §1-§2).
 
 One persistent HTTP/2 connection carries every unary call (`channel.UnaryChannel`, h2 on
 asyncio: a quarter to a third of httpx's CPU per call, docs/performance.md), so calls reuse one
-connection (DESIGN-NOTES §6). The connection is owned by ONE event loop: an HTTP/2
-connection driven from several threads resets itself (DESIGN-NOTES §10). Give each loop
+connection (docs/decisions.md §6). The connection is owned by ONE event loop: an HTTP/2
+connection driven from several threads resets itself (docs/decisions.md §10). Give each loop
 (the reader thread, the harness loop) its own client.
 
 agy's certificate is self-signed: a client given the one discovery found on its port
 (``certificate``, `pinning`) trusts only that one; without it nothing is verified. Either way
-the constructor refuses any host but loopback.
+the constructor refuses any host but loopback (`loopback`).
 
 Each server stream (StreamAgentStateUpdates) gets a connection of its own, closed when
 the stream ends, through httpx, speaking HTTP/1.1 unless agy refuses it (see
@@ -20,153 +20,61 @@ at once. (An injected httpx ``transport`` carries every call and stream: the tes
 malformed servers use one.)
 
 Failures surface as :class:`~omnigent_agy.rpc.errors.RpcError` (see its module for the tree);
-httpx/h2/ssl/socket errors are translated in one place, :func:`_translate_errors`. Only the
+httpx/h2/ssl/socket errors are translated in one place, `translate.translate_errors`. Only the
 idempotent reads are retried, on transient codes, with jittered backoff (`retry`).
-The typed methods of WIRE.md §3 are `client.RpcClient`'s.
+The typed methods of docs/wire.md §3 are `client.RpcClient`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import dataclasses
-import functools
-import http
-import ipaddress
 import json
 import logging
-import socket
-import ssl
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from typing import Any, Final, Self
 
-import h2.exceptions
 import httpx
 
-from omnigent_agy.rpc.channel import Answer, UnaryChannel
-from omnigent_agy.rpc.errors import (
-    AgyError,
-    Code,
-    CsrfError,
-    NonLoopbackHostError,
-    ProtocolError,
-    RpcError,
-    StreamStalled,
-    code_from_http_status,
-)
+from omnigent_agy.rpc.channel import UnaryChannel
+from omnigent_agy.rpc.errors import AgyError, ProtocolError, RpcError, StreamStalled
+from omnigent_agy.rpc.heap import LARGE_FRAME_BYTES, return_freed_memory
+from omnigent_agy.rpc.loopback import ensure_loopback
 from omnigent_agy.rpc.pinning import client_context
 from omnigent_agy.rpc.retry import DEFAULT_RETRY, RetryPolicy
+from omnigent_agy.rpc.translate import (
+    CONNECT_JSON,
+    JSON,
+    error_from_answer,
+    expect_media_type,
+    translate_errors,
+)
+from omnigent_agy.rpc.unary_connection import Answer
 from omnigent_agy.rpc.wire import (
     DEFAULT_MAX_FRAME_BYTES,
     LAZY_FRAME_BYTES,
     EndStream,
     EnvelopeDecoder,
     encode_envelope,
-    error_from_json,
 )
 
-__all__ = ["CSRF_HEADER", "SERVICE", "RpcConnection", "ensure_loopback"]
+__all__ = ["CSRF_HEADER", "SERVICE", "RpcConnection"]
 
 logger = logging.getLogger(__name__)
 # hpack logs every header it encodes or decodes at DEBUG, values included: ours carry the
-# CSRF token (WIRE.md §1), which no log may show (DESIGN-NOTES §9), so a host's DEBUG
+# CSRF token (docs/wire.md §1), which no log may show (docs/decisions.md §9), so a host's DEBUG
 # level stops short of it unless someone asked for hpack's debug output by name.
 if logging.getLogger("hpack").level == logging.NOTSET:
     logging.getLogger("hpack").setLevel(logging.INFO)
 
 SERVICE: Final = "exa.language_server_pb.LanguageServerService"
 CSRF_HEADER: Final = "x-codeium-csrf-token"
-_JSON: Final = "application/json"
-_CONNECT_JSON: Final = "application/connect+json"
-
-
-def ensure_loopback(host: str) -> str:
-    """The loopback address to connect to for ``host``, else NonLoopbackHostError.
-
-    An IP literal must be loopback. A name (only ``localhost`` is accepted) is resolved here,
-    once: every address it resolves to must be loopback, and the client then connects to that
-    address, so a hosts file or resolver pointing the name elsewhere cannot redirect it.
-    """
-    bare = host.removeprefix("[").removesuffix("]")
-    try:
-        address = ipaddress.ip_address(bare)
-    except ValueError:
-        address = None
-    if address is not None and address.is_loopback:
-        return bare
-    if address is None and bare.lower() == "localhost":
-        resolved = _resolve(bare)
-        if resolved and all(ip.is_loopback for ip in resolved):
-            return str(resolved[0])
-        raise NonLoopbackHostError(
-            f"refusing host {host!r}: it resolves to {', '.join(map(str, resolved)) or 'nothing'}"
-            ", not only to loopback; agy's certificate is not verified, so the client only "
-            "talks to loopback (fix the hosts file, or use 127.0.0.1)"
-        )
-    raise NonLoopbackHostError(
-        f"refusing host {host!r}: agy's certificate is self-signed and not verified, "
-        "so the client only talks to loopback (127.0.0.0/8, ::1, localhost)"
-    )
-
-
-def _resolve(name: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    try:
-        infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
-    except OSError:
-        return []
-    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
-    for info in infos:
-        ip = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
-        if ip not in found:
-            found.append(ip)
-    return found
-
-
-@contextlib.contextmanager
-def _translate_errors(method: str, secret: str = "") -> Iterator[None]:
-    """The one boundary where foreign errors become RpcErrors; none leaves with ``secret``
-    (the CSRF token) in its text, whatever the server's answer echoed (DESIGN-NOTES §9)."""
-    try:
-        with _translate_foreign(method):
-            yield
-    except RpcError as exc:
-        if exc.method is None:
-            exc.method = method
-        exc.redact(secret)
-        raise
-
-
-@contextlib.contextmanager
-def _translate_foreign(method: str) -> Iterator[None]:
-    """Foreign errors as RpcErrors (most specific first)."""
-    try:
-        yield
-    except httpx.TimeoutException as exc:
-        raise RpcError(Code.DEADLINE_EXCEEDED, _describe(exc), method=method) from exc
-    except httpx.DecodingError as exc:
-        raise ProtocolError(_describe(exc), method=method) from exc
-    except httpx.TransportError as exc:  # connect/read/write errors, HTTP/2 protocol errors
-        raise RpcError(Code.UNAVAILABLE, _describe(exc), method=method) from exc
-    except h2.exceptions.H2Error as exc:  # h2 errors httpcore lets through
-        raise RpcError(Code.UNAVAILABLE, _describe(exc), method=method) from exc
-    except TimeoutError as exc:  # an OSError subclass: before OSError
-        raise RpcError(Code.DEADLINE_EXCEEDED, _describe(exc), method=method) from exc
-    except ssl.SSLError as exc:
-        raise RpcError(Code.UNAVAILABLE, _describe(exc), method=method) from exc
-    except OSError as exc:
-        raise RpcError(Code.UNAVAILABLE, _describe(exc), method=method) from exc
 
 
 def _dumps(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _media_type(response: httpx.Response) -> str:
@@ -178,41 +86,6 @@ def _answer(response: httpx.Response) -> Answer:
     return Answer(
         response.status_code, _media_type(response), response.content, response.http_version
     )
-
-
-def _error_from_answer(answer: Answer) -> RpcError:
-    """The error an unsuccessful HTTP answer describes (connect error JSON, else its status)."""
-    status = answer.status
-    error: RpcError | None = None
-    if answer.media_type == _JSON:
-        with contextlib.suppress(ValueError):
-            body = json.loads(answer.body)
-            if isinstance(body, dict) and ("code" in body or "message" in body):
-                error = error_from_json(body, http_status=status)
-                if "code" not in body:
-                    error.code = code_from_http_status(status)
-    if error is None:
-        text = answer.body[:200].decode("utf-8", "replace").strip()
-        error = RpcError(code_from_http_status(status), text or _reason(status))
-        error.http_status = status
-    if status in (401, 403):
-        # The only credential agy checks is the CSRF token (WIRE.md §1), so these are it.
-        return CsrfError(error.code, error.message, http_status=status, details=error.details)
-    return error
-
-
-def _reason(status: int) -> str:
-    try:
-        return http.HTTPStatus(status).phrase
-    except ValueError:
-        return f"HTTP {status}"
-
-
-def _expect_media_type(got: str, expected: str, *, status: int) -> None:
-    if got != expected:
-        raise ProtocolError(
-            f"expected content type {expected}, got {got or 'none'}", http_status=status
-        )
 
 
 class RpcConnection:
@@ -241,7 +114,7 @@ class RpcConnection:
         self._max_frame_bytes = max_frame_bytes
         self._headers = {"Connect-Protocol-Version": "1"}
         self._secret = csrf_token
-        if csrf_token:  # an empty token sends none (agy before 1.2.2 checks none, WIRE.md §1)
+        if csrf_token:  # an empty token sends none (agy before 1.2.2 checks none, docs/wire.md §1)
             self._headers[CSRF_HEADER] = csrf_token
         self._shared_transport = transport is not None
         self.certificate: Final = certificate
@@ -343,12 +216,12 @@ class RpcConnection:
         raise AssertionError("unreachable: tenacity reraises the last error")  # pragma: no cover
 
     async def _call_once(self, method: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        with _translate_errors(method, self._secret):
+        with translate_errors(method, self._secret):
             answer = await self._post(f"/{SERVICE}/{method}", _dumps(body))
             self.http_version = answer.http_version
             if answer.status != 200:
-                raise _error_from_answer(answer)
-            _expect_media_type(answer.media_type, _JSON, status=answer.status)
+                raise error_from_answer(answer)
+            expect_media_type(answer.media_type, JSON, status=answer.status)
             try:
                 result = json.loads(answer.body)
             except ValueError as exc:
@@ -359,7 +232,7 @@ class RpcConnection:
 
     async def _post(self, path: str, content: bytes) -> Answer:
         if self._channel is None:  # an injected httpx transport
-            response = await self._http.post(path, content=content, headers={"Content-Type": _JSON})
+            response = await self._http.post(path, content=content, headers={"Content-Type": JSON})
             return _answer(response)
         try:
             async with asyncio.timeout(self._timeout):
@@ -385,7 +258,7 @@ class RpcConnection:
         The stream speaks HTTP/1.1 on its own connection where agy offers it: a long answer
         is hundreds of growing frames, and HTTP/2 costs about twice the CPU per frame (its
         16 KB DATA frames and a WINDOW_UPDATE written back for each; docs/performance.md).
-        Some agy builds answer 501 to HTTP/1.1 (WIRE.md §1): then the stream is asked again
+        Some agy builds answer 501 to HTTP/1.1 (docs/wire.md §1): then the stream is asked again
         over HTTP/2, and every later stream of this client speaks HTTP/2 at once.
         """
         self._check_owner()
@@ -430,13 +303,13 @@ class RpcConnection:
         if http is not self._http:
             self._stream_clients.add(http)
         try:
-            with _translate_errors(method, self._secret):
+            with translate_errors(method, self._secret):
                 async with contextlib.AsyncExitStack() as stack:
                     request = http.stream(
                         "POST",
                         f"/{SERVICE}/{method}",
                         content=encode_envelope(body),
-                        headers={"Content-Type": _CONNECT_JSON},
+                        headers={"Content-Type": CONNECT_JSON},
                         # Liveness is the idle deadline's job: no read timeout on a stream.
                         timeout=httpx.Timeout(self._timeout, read=None),
                     )
@@ -449,9 +322,9 @@ class RpcConnection:
                         raise _RefusedHttp1
                     if response.status_code != 200:
                         await response.aread()
-                        raise _error_from_answer(_answer(response))
-                    _expect_media_type(
-                        _media_type(response), _CONNECT_JSON, status=response.status_code
+                        raise error_from_answer(_answer(response))
+                    expect_media_type(
+                        _media_type(response), CONNECT_JSON, status=response.status_code
                     )
                     chunks = response.aiter_raw()
                     while (
@@ -480,34 +353,6 @@ class RpcConnection:
             if http is not self._http:
                 self._stream_clients.discard(http)
                 await http.aclose()
-
-
-# Freed memory is handed back to the OS right after a frame of `LAZY_FRAME_BYTES` or more (a
-# snapshot of thousands of steps, WIRE.md §4: 13 MB at 10,000), after every this many payload
-# bytes of smaller frames (the growth frames of a long answer), and when the stream ends.
-LARGE_FRAME_BYTES: Final = 4 * 1024 * 1024
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
-    try:
-        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim  # glibc only
-    except (OSError, AttributeError, TypeError):
-        return None
-    return trim
-
-
-def return_freed_memory() -> None:
-    """Hand the heap a large frame's objects grew back to the OS (glibc's ``malloc_trim``).
-
-    glibc keeps freed heap pages for reuse, so after a 10,000-step snapshot was decoded and
-    mapped the process would keep ~25 MB it no longer uses (docs/performance.md); the growth
-    frames of a 1 MB answer leave ~10 MB. Elsewhere (no ``malloc_trim``) nothing happens.
-    """
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
 
 
 class _RefusedHttp1(Exception):  # noqa: N818 - a signal inside stream(), never raised out

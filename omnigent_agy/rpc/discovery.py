@@ -1,10 +1,8 @@
-"""Find the TLS port of the agy *we* started (WIRE.md §1, "Port discovery").
+"""Find the TLS port of the agy *we* started (docs/wire.md §1, "Port discovery").
 
 agy picks a random port. Two ways to learn it, tried on every poll until a deadline:
 
-1. its ``--log-file``: ``Starting language server process with pid <pid>`` then
-   ``Language server listening on random port at <N> for HTTPS (gRPC)``; the last
-   announcement wins (agy may restart its server, and a reused log keeps old lines);
+1. its ``--log-file`` (:mod:`omnigent_agy.rpc.agy_log`): the port it last announced;
 2. the loopback TCP listeners of agy's pid and its descendants (:mod:`omnigent_agy.rpc.listeners`).
 
 Either way a port is used only if it is held by agy's process tree, owned by this user,
@@ -22,11 +20,8 @@ Failures are :class:`DiscoveryError` subclasses, each with a ``remediation``.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import enum
 import logging
-import os
-import re
 import ssl
 import time
 from dataclasses import dataclass, field
@@ -34,6 +29,8 @@ from pathlib import Path
 
 import psutil
 
+from omnigent_agy import TMUX_SOCKET
+from omnigent_agy.rpc.agy_log import Announcement, LogWatcher
 from omnigent_agy.rpc.client import TRANSIENT_CODES, RetryPolicy, RpcClient
 from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError
 from omnigent_agy.rpc.listeners import PortOwnership, is_port_owned_by, port_ownership
@@ -41,28 +38,26 @@ from omnigent_agy.rpc.pinning import Pin, fetch_certificate
 
 __all__ = [
     "AgyExitedError",
-    "Announcement",
+    "AgySignedOutError",
     "ConversationNotFoundError",
     "CsrfRejectedError",
     "DiscoveryError",
     "ForeignListenerError",
-    "LogScanner",
-    "LogWatcher",
     "PortNeverOpenedError",
     "discover_pin",
     "is_port_owned_by",
     "pin_if_ours",
     "pin_port",
     "probe_port",
+    "until_announced",
 ]
 
 logger = logging.getLogger(__name__)
 
-_STARTING = re.compile(r"Starting language server process with pid (\d+)\b")
-# Self-delimiting: " for HTTPS" follows the number, so a half-written line cannot match
-# with a truncated port.
-_LISTENING = re.compile(r"Language server listening on random port at (\d+) for HTTPS")
 _ONE_TRY = RetryPolicy(attempts=1)
+# How often agy's log is read between two scans of the listeners: reading it costs a read of
+# what was appended; a scan costs 20-80 ms of CPU (docs/performance.md, "Cold start").
+_LOG_POLL_S = 0.025
 _DOCTOR = "`omnigent-agy doctor`"
 
 
@@ -98,6 +93,16 @@ class AgyExitedError(DiscoveryError):
     )
 
 
+class AgySignedOutError(DiscoveryError):
+    """agy never served, and its log says it is not signed in (docs/wire.md §9)."""
+
+    code = "agy_signed_out"
+    remediation_text = (
+        "Run `agy` in a terminal and sign in with your Google account; then retry or run "
+        f"{_DOCTOR}."
+    )
+
+
 class PortNeverOpenedError(DiscoveryError):
     """No port of agy's process tree answered Heartbeat before the deadline."""
 
@@ -122,7 +127,7 @@ class CsrfRejectedError(DiscoveryError):
     remediation_text = (
         "agy refused the CSRF token it was started with: it may predate --csrf_token (agy "
         "< 1.2.2) or have been restarted by hand. Stop that agy (its session on the tmux "
-        f"socket `omnigent-agy`) and retry; {_DOCTOR}."
+        f"socket `{TMUX_SOCKET}`) and retry; {_DOCTOR}."
     )
 
 
@@ -133,81 +138,6 @@ class ConversationNotFoundError(DiscoveryError):
         "agy answered but does not know this conversation (its state may have been reset). "
         "Start a new conversation, or stop this agy so the next turn starts a fresh one."
     )
-
-
-# -- the log ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Announcement:
-    """A port agy's log announced, with the server pid announced before it (if any)."""
-
-    port: int
-    server_pid: int | None
-
-
-@dataclass(slots=True)
-class LogScanner:
-    """Incremental, pure parser of agy's log: ``feed`` text in any chunks, read ``latest``."""
-
-    announcements: list[Announcement] = field(default_factory=list)
-    server_pid: int | None = None
-    _pending: str = ""
-
-    def feed(self, text: str) -> None:
-        """Add the next chunk of the log."""
-        *complete, self._pending = (self._pending + text).split("\n")
-        for line in complete:
-            self._line(line)
-        # A partial last line counts only when it cannot be a truncated announcement.
-        if _LISTENING.search(self._pending):
-            self._line(self._pending)
-            self._pending = ""
-
-    def _line(self, line: str) -> None:
-        if started := _STARTING.search(line):
-            self.server_pid = int(started.group(1))
-        elif listening := _LISTENING.search(line):
-            port = int(listening.group(1))
-            if 0 < port < 65536:
-                self.announcements.append(Announcement(port, self.server_pid))
-
-    @property
-    def latest(self) -> Announcement | None:
-        """The last announcement so far."""
-        return self.announcements[-1] if self.announcements else None
-
-
-class LogWatcher:
-    """Reads a growing log file from where it stopped; starts over if it was replaced."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._identity: tuple[int, int] | None = None
-        self._offset = 0
-        self._reset()
-
-    def _reset(self) -> None:
-        self._offset = 0
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.scanner = LogScanner()
-
-    def poll(self) -> Announcement | None:
-        """Read what was appended since the last poll; the latest announcement."""
-        try:
-            with self.path.open("rb") as handle:
-                info = os.fstat(handle.fileno())
-                identity = (info.st_dev, info.st_ino)
-                if identity != self._identity or info.st_size < self._offset:
-                    self._identity = identity
-                    self._reset()
-                handle.seek(self._offset)
-                data = handle.read()
-        except FileNotFoundError:
-            return self.scanner.latest
-        self._offset += len(data)
-        self.scanner.feed(self._decoder.decode(data))
-        return self.scanner.latest
 
 
 # -- probing ---------------------------------------------------------------------------------
@@ -345,6 +275,16 @@ class _Seen:
         return PortNeverOpenedError(message, pid=pid, log_file=log_file)
 
 
+def _signed_out(
+    watcher: LogWatcher, pid: int, log_file: Path, what: str
+) -> AgySignedOutError | None:
+    """The better reason for an agy that did not serve, when its log gives it."""
+    if watcher.scanner.signed_in is not False:
+        return None
+    message = f"agy (pid {pid}) {what}: its log says it is not logged into Antigravity"
+    return AgySignedOutError(message, pid=pid, log_file=log_file)
+
+
 def _running(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
@@ -386,7 +326,8 @@ async def discover_pin(
     seen = _Seen()
     while True:
         if not _running(pid):
-            raise AgyExitedError(
+            watcher.poll()
+            raise _signed_out(watcher, pid, log_file, "exited") or AgyExitedError(
                 f"agy (pid {pid}) exited before its language server answered",
                 pid=pid,
                 log_file=log_file,
@@ -413,5 +354,16 @@ async def discover_pin(
                 raise seen.failure(pid, log_file, time.monotonic() - started)
         remaining = stop_at - time.monotonic()
         if remaining <= 0:
-            raise seen.failure(pid, log_file, deadline)
-        await asyncio.sleep(min(poll_interval, remaining))
+            signed_out = _signed_out(watcher, pid, log_file, "opened no port that answers")
+            raise signed_out or seen.failure(pid, log_file, deadline)
+        await until_announced(watcher, announced, min(poll_interval, remaining))
+
+
+async def until_announced(watcher: LogWatcher, known: Announcement | None, wait: float) -> None:
+    """Sleep ``wait`` seconds, or less: until agy's log announces a port other than ``known``
+    (agy's port line is then followed at once, not at the next scan of the listeners)."""
+    until = time.monotonic() + wait
+    while (left := until - time.monotonic()) > 0:
+        await asyncio.sleep(min(_LOG_POLL_S, left))
+        if watcher.poll() != known:
+            return

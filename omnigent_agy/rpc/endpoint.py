@@ -1,7 +1,7 @@
 """Where our agy listens now: the one owner of agy's port, followed by every part that talks to it.
 
 agy may restart its language server on a new random port and log a new "listening on random
-port" line; its conversations are kept (WIRE.md §1, "Port discovery"). The reader, the
+port" line; its conversations are kept (docs/wire.md §1, "Port discovery"). The reader, the
 interaction bridge, the interrupt, steering, the turn's send and the model catalog must all
 follow such a move, or an answer given after it goes to a port nobody listens on. So there is
 ONE `AgyEndpoint` per agy process, shared by every thread and loop: it knows the port now, and
@@ -9,7 +9,7 @@ ONE `AgyEndpoint` per agy process, shared by every thread and loop: it knows the
 fail at the same time.
 
 Each event loop talks through its own `FollowingClient` (one connection, one owner:
-DESIGN-NOTES §10): it makes a new `RpcClient` whenever the endpoint's port is not its client's,
+docs/decisions.md §10): it makes a new `RpcClient` whenever the endpoint's port is not its client's,
 and `run()` turns one failed call into a relocation. A call agy may already have carried out is
 not sent again on the new port unless the caller says it is safe (``resend_safe``): only a
 connection that was never made, or a request that could not be written, proves agy never

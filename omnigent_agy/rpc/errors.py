@@ -1,20 +1,60 @@
-"""Errors raised by omnigent-agy.
+"""Errors raised by omnigent-agy: the root of the tree, and the connect errors of the wire.
 
-The tree (every error the package raises derives from ``AgyError``)::
+Every error the plugin raises derives from ``AgyError``. The whole tree, each class with the
+module that defines it (under ``omnigent_agy``; ``adapter`` is ``omnigent.community.harness.agy``)::
 
-    AgyError
-    ├── NonLoopbackHostError      (also a ValueError) the client refuses a non-loopback host
-    └── RpcError                  a failed connect call: .code .message .http_status .method
-        ├── CsrfError             agy refused the CSRF token (401 missing / 403 invalid)
-        ├── ProtocolError         the server's answer breaks the connect protocol
-        └── StreamStalled         no stream frame arrived within the liveness deadline
+    AgyError                          rpc.errors
+    ├── NonLoopbackHostError          rpc.errors              also a ValueError
+    ├── RpcError                      rpc.errors
+    │   ├── CsrfError                 rpc.errors
+    │   ├── ProtocolError             rpc.errors
+    │   └── StreamStalled             rpc.errors
+    ├── NeverSentError                rpc.channel             also a ConnectionError
+    ├── DiscoveryError                rpc.discovery
+    │   ├── AgyExitedError            rpc.discovery
+    │   ├── AgySignedOutError         rpc.discovery
+    │   ├── PortNeverOpenedError      rpc.discovery
+    │   ├── ForeignListenerError      rpc.discovery
+    │   ├── CsrfRejectedError         rpc.discovery
+    │   └── ConversationNotFoundError rpc.discovery
+    ├── TerminalError                 agy.terminal
+    ├── StateDirError                 agy.statedir
+    ├── LaunchError                   agy.process
+    ├── SeedError                     agy.gemini_source
+    ├── WorkspaceHiddenError          agy.workspace
+    ├── WorkspaceNotTrustedError      agy.trust
+    ├── TrustFileError                agy.trust
+    ├── ConversationStoreError        agy.conversations
+    ├── ConversationUnknownError      agy.conversations
+    ├── InvalidRuleError              interactions.policy
+    ├── PluginLoadError               interactions.hooks
+    ├── PromptUnavailableError        interactions.prompts
+    ├── InteractionDeliveryError      interactions.delivery
+    ├── ConfigError                   onboarding.config
+    ├── AgyNotFoundError              onboarding.config
+    ├── UnknownModelError             onboarding.catalog
+    ├── InvalidEffortError            onboarding.catalog
+    ├── OmnigentApiError              onboarding.omnigent_api
+    ├── RelayError                    relay.harness_client
+    ├── ProbeError                    probe.facts
+    │   └── RecordingLeakError        probe.recording
+    ├── SessionError                  session.binding
+    │   └── PreflightError            session.binding
+    ├── MessageError                  session.messages        also a ValueError
+    └── ContributionError             adapter.plugin
+
+Not errors, so outside the tree: control-flow signals that never leave the layer raising them
+(``Refused`` in rpc.unary_connection, ``_RefusedHttp1`` in rpc.connection, ``_Interrupted`` in
+interactions.bridge). tests/test_error_tree.py holds this drawing to the classes.
+
+What a person sees for each error is a coded failure (``omnigent_agy.onboarding.explain``).
 
 ``RpcError.code`` is always a :class:`Code`, whose values are the connect wire strings
-(WIRE.md §1-§2), so a caller can branch on ``err.code is Code.UNAVAILABLE`` whatever
+(docs/wire.md §1-§2), so a caller can branch on ``err.code is Code.UNAVAILABLE`` whatever
 happened underneath: transport failures are UNAVAILABLE, timeouts DEADLINE_EXCEEDED.
-Foreign errors (httpx, h2, ssl) are translated at one boundary in ``omnigent_agy.rpc.connection``.
+Foreign errors (httpx, h2, ssl) are translated at one boundary in ``omnigent_agy.rpc.translate``.
 
-No message here ever contains the CSRF token (DESIGN-NOTES §9).
+No message here ever contains the CSRF token (docs/decisions.md §9).
 """
 
 from __future__ import annotations
@@ -108,7 +148,7 @@ _CODE_TO_HTTP: dict[Code, int] = {
 }
 
 # The connect protocol's table for an error answer whose body carries no code
-# (e.g. agy's plain-text "403 Invalid CSRF token", WIRE.md §1, or a proxy's 502).
+# (e.g. agy's plain-text "403 Invalid CSRF token", docs/wire.md §1, or a proxy's 502).
 _HTTP_TO_CODE: dict[int, Code] = {
     400: Code.INTERNAL,
     401: Code.UNAUTHENTICATED,
@@ -238,7 +278,7 @@ class ProtocolError(RpcError):
 
 # The name is the interface other modules code against; it reads as a condition, not a class.
 class StreamStalled(RpcError):  # noqa: N818
-    """No frame arrived on a stream within its liveness deadline (WIRE.md §4: after `/clear`
+    """No frame arrived on a stream within its liveness deadline (docs/wire.md §4: after `/clear`
     a stream can hang with neither frame nor trailer). Re-check with GetAllCascadeTrajectories."""
 
     def __init__(self, idle_timeout: float, *, method: str | None = None) -> None:

@@ -1,6 +1,6 @@
 """A large frame decoded without its whole tree: one array's elements decoded when read.
 
-The first frame of a stream replays every step asked for (WIRE.md §4): 13 MB at 10,000
+The first frame of a stream replays every step asked for (docs/wire.md §4): 13 MB at 10,000
 steps, and `json.loads` of it builds about 60 MB of objects at once. Freed, they leave the
 allocator's heap and obmalloc's arenas grown, and whatever the reader allocated meanwhile (its
 state, the events it published) pins pages and arenas the hand-back cannot return

@@ -1,4 +1,4 @@
-"""Which process listens on which loopback TCP port (WIRE.md §1, port discovery).
+"""Which process listens on which loopback TCP port (docs/wire.md §1, port discovery).
 
 Discovery must never bind a port whose owner is not the agy we started (or one of its
 descendants) or belongs to another user: anyone on the machine can open a loopback port,

@@ -9,7 +9,7 @@ and every client of that port trusts exactly that certificate (`client_context`)
 one fails the TLS handshake, before a byte of any request is written, and the failure is a
 connection that was never made (`endpoint.never_sent`), so the endpoint looks for agy again.
 
-agy's certificate is self-signed (WIRE.md §1), so what is pinned is the certificate itself,
+agy's certificate is self-signed (docs/wire.md §1), so what is pinned is the certificate itself,
 not a chain, a name or a validity period. Whether agy keeps it across a restart of its
 language server is not known; discovery pins whatever agy serves when found again.
 """

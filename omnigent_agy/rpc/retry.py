@@ -1,6 +1,6 @@
 """Retries of agy's idempotent reads: which calls, on which codes, how long (tenacity).
 
-Small values built once (DESIGN-NOTES, STYLE.md): a `RetryPolicy` makes a fresh tenacity
+Small values built once: a `RetryPolicy` makes a fresh tenacity
 controller per call; only reads are ever repeated, only on transient codes, with jittered
 exponential backoff and a total deadline. Tests patch `_sleep` so no time passes.
 """
@@ -36,7 +36,7 @@ TRANSIENT_CODES: Final = frozenset({Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED})
 
 # Methods safe to repeat (they only read). SendUserCascadeMessage and
 # HandleCascadeUserInteraction must never be repeated blindly: a retry after a lost
-# answer could post a turn twice or answer a fresh gate that agy re-opened (WIRE.md §6).
+# answer could post a turn twice or answer a fresh gate that agy re-opened (docs/wire.md §6).
 IDEMPOTENT_METHODS: Final = frozenset(
     {
         "Heartbeat",
@@ -44,6 +44,9 @@ IDEMPOTENT_METHODS: Final = frozenset(
         "GetAllCascadeTrajectories",
         "GetCascadeTrajectorySteps",
         "GetAvailableModels",
+        "GetCascadeTrajectoryGeneratorMetadata",
+        "RetrieveUserQuotaSummary",
+        "GetUserStatus",
     }
 )
 

@@ -1,4 +1,4 @@
-"""Connect envelopes: the framing of agy's streaming RPCs (WIRE.md §2).
+"""Connect envelopes: the framing of agy's streaming RPCs (docs/wire.md §2).
 
 An envelope is ``[flags: 1 byte][length: 4 bytes big-endian][payload]``. Flag 0x00 is a
 data message (JSON), flag 0x02 ends the stream and its JSON payload may carry
@@ -36,7 +36,7 @@ __all__ = [
 
 FLAG_COMPRESSED: Final = 0x01
 FLAG_END_STREAM: Final = 0x02
-# A sanity ceiling, not a budget: the first frame replays every step asked for (WIRE.md §4),
+# A sanity ceiling, not a budget: the first frame replays every step asked for (docs/wire.md §4),
 # about 1.9 KB a step, so a 10,000-step conversation sends 19 MB and agy may ignore the
 # bounds asked for. The reader asks for only what its cursor needs; this refuses only a
 # length no conversation reaches (a corrupt prefix), before any of it is buffered.
@@ -46,9 +46,12 @@ LAZY_FRAME_BYTES: Final = 1024 * 1024
 _PREFIX: Final = struct.Struct(">BI")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DataFrame:
-    """One data message of a stream (``size``: its payload's bytes on the wire)."""
+    """One data message of a stream (``size``: its payload's bytes on the wire).
+
+    Not frozen: one is made per frame, and a frozen dataclass's ``__init__`` sets each field
+    through ``object.__setattr__``, a call per field (nothing changes a frame once made)."""
 
     message: dict[str, Any]
     size: int = field(default=0, compare=False)
@@ -121,16 +124,23 @@ class EnvelopeDecoder:
             if self._prefix or (self._payload is not None and self._filled < len(self._payload)):
                 return frames  # still incomplete: no work until it is whole
             frames.append(self._complete())
-        while not _is_end(frames) and size - position >= _PREFIX.size:
-            flags, length = self._check_prefix(data, position)
+        while not self._ended and size - position >= _PREFIX.size:
+            flags, length = _PREFIX.unpack_from(data, position)
+            if flags or length > self._max_frame_bytes:  # a data frame's prefix needs no call
+                flags, length = self._check_prefix(data, position)
             start = position + _PREFIX.size
-            if start + length > size:
+            position = start + length
+            if position > size:
                 self._begin(flags, length, memoryview(data)[start:])
                 return frames
-            frames.append(self._decode(flags, self._slice(data, start, start + length)))
-            position = start + length
+            # A large payload is decoded in place (its text is made from the chunk's bytes);
+            # a small one is copied, which is cheaper than a memoryview's decoding path.
+            if length >= LAZY_FRAME_BYTES and self._lazy_array:
+                frames.append(self._decode(flags, memoryview(data)[start:position]))
+            else:
+                frames.append(self._decode(flags, data[start:position]))
         if position < size:
-            if _is_end(frames):
+            if self._ended:
                 raise ProtocolError(
                     f"{size - position} bytes arrived after the end-of-stream envelope"
                 )
@@ -177,13 +187,6 @@ class EnvelopeDecoder:
         assert payload is not None
         return self._decode(self._flags, payload)
 
-    def _slice(self, data: bytes, start: int, end: int) -> bytes | memoryview:
-        # A large payload is decoded in place (its text is made from the chunk's bytes); a
-        # small one is copied, which is cheaper than a memoryview's decoding path.
-        if self._lazy_array and end - start >= LAZY_FRAME_BYTES:
-            return memoryview(data)[start:end]
-        return data[start:end]
-
     def _check_prefix(self, data: bytes | bytearray, position: int) -> tuple[int, int]:
         flags, length = _PREFIX.unpack_from(data, position)
         if flags & FLAG_COMPRESSED:
@@ -214,14 +217,10 @@ class EnvelopeDecoder:
         )
 
 
-def _is_end(frames: list[Frame]) -> bool:
-    return bool(frames) and isinstance(frames[-1], EndStream)
-
-
 def error_from_json(error: object, *, http_status: int | None = None) -> RpcError:
     """The RpcError described by a connect error object ``{"code", "message", "details"}``.
 
-    Missing pieces are tolerated: WIRE.md §3 shows agy answering ``{"error":{"message"}}``
+    Missing pieces are tolerated: docs/wire.md §3 shows agy answering ``{"error":{"message"}}``
     without a code.
     """
     if not isinstance(error, dict):
@@ -242,7 +241,7 @@ def _loads_object(
     if lazy_array:  # a large payload (`EnvelopeDecoder`): its steps read one at a time
         return _checked(lambda: loads_lazily(payload, lazy_array))
     payload = bytes(payload) if isinstance(payload, memoryview) else payload
-    # Fast path: a UTF-8 JSON object from byte 0 to the end (what agy sends, WIRE.md §2),
+    # Fast path: a UTF-8 JSON object from byte 0 to the end (what agy sends, docs/wire.md §2),
     # decoded as json.loads decodes UTF-8, by json's C scanner without the Python calls
     # `json.loads` wraps it in (encoding detection, whitespace checks), which cost as much as
     # a small frame's mapping. Anything else (whitespace around it, another

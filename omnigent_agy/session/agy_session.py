@@ -4,8 +4,9 @@
 where the conversation lives — agy found or launched, the cascade bound, the reader and the
 session's client — is its `AgyBinding` (`binding`).
 
-- **Turns go over RPC** (DESIGN-NOTES §2): only the newest user message is sent (omnigent
-  resends the whole history, DESIGN-NOTES §3), with the plan model resolved for this turn.
+- **Turns go over RPC** (docs/decisions.md §2): only the newest user message is sent (omnigent
+  resends the whole history, docs/decisions.md §3), on the model `model_choice` picks:
+  omnigent's when it changed, else a switch typed in agy's own screen, else the same.
 - **Reading**: the reader's events arrive through a `HandoffSink` that each turn binds to its
   own event loop.
 - **Lifecycle**: a turn holds the conversation's activity lease (`agy.keep.TurnLease`), so
@@ -20,25 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import pluggy
 
 from omnigent_agy.agy.keep import TurnLease
-from omnigent_agy.agy.launcher import AgyProcess
+from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.sweep import acquire_sweeper
 from omnigent_agy.interactions.bridge import InteractionBridge
 from omnigent_agy.interactions.policy import PermissionPolicy
-from omnigent_agy.interactions.prompts import HostPrompts
 from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel
 from omnigent_agy.reading.events import (
-    Event,
     InteractionRequested,
-    InteractionResolved,
-    TurnBoundary,
 )
 from omnigent_agy.reading.reader import (
     ConversationRotated,
@@ -48,73 +44,29 @@ from omnigent_agy.reading.reader import (
     TurnEnded,
 )
 from omnigent_agy.reading.sink import HandoffSink, release
-from omnigent_agy.reading.steps import JsonObject, StepType, obj
-from omnigent_agy.relay.channel import ToolRunner
-from omnigent_agy.rpc.client import TRANSIENT_CODES
-from omnigent_agy.rpc.endpoint import FollowingClient
-from omnigent_agy.rpc.errors import ProtocolError, RpcError
+from omnigent_agy.rpc.errors import RpcError
 from omnigent_agy.session.binding import (
     AgyBinding,
     PreflightError,
     SessionError,
     SessionSettings,
 )
+from omnigent_agy.session.context_meter import with_context_used
+from omnigent_agy.session.held import BridgeFailed, leftovers, open_gates
+from omnigent_agy.session.model_choice import ModelChooser
+from omnigent_agy.session.quota_turn import explain_quota
+from omnigent_agy.session.send import cascade_summary, send_once, step_count
 from omnigent_agy.session.shown import ShownLedger
-from omnigent_agy.session.turns import AgyRestarted, TurnEvent, TurnTally
+from omnigent_agy.session.subagents import child_tool_calls
+from omnigent_agy.session.turns import AgyRestarted, Turn, TurnEvent
+from omnigent_agy.session.workspace_gate import admit, person_view
 
-__all__ = ["AgySession", "PreflightError", "SessionError", "SessionSettings", "open_gates"]
+__all__ = ["AgySession", "PreflightError", "SessionError", "SessionSettings"]
 
 _logger = logging.getLogger(__name__)
 
 STEERING: Final = "MESSAGE_DELIVERY_STRATEGY_NEXT_INVOCATION"
 _LIVENESS_SECONDS: Final = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class _BridgeFailed:
-    """Answering an interaction failed; the turn ends with this error."""
-
-    error: Exception
-
-
-# What the reader and the bridge say about themselves, not about agy's steps.
-_NOT_STEPS: Final = (
-    TurnEnded,
-    ConversationRotated,
-    ReaderModeChanged,
-    ReaderFailed,
-    _BridgeFailed,
-)
-
-
-def _step_count(summary: JsonObject) -> int:
-    try:
-        return int(str(summary.get("stepCount") or 0))
-    except ValueError:
-        return 0
-
-
-def leftovers(events: list[ReaderEvent | _BridgeFailed]) -> list[Event]:
-    """What agy did for a turn whose harness process died, among the events held since: the
-    steps up to the next turn's user input (someone typing in agy's TUI starts one)."""
-    left: list[Event] = []
-    for event in events:
-        if isinstance(event, TurnBoundary):
-            break
-        if not isinstance(event, _NOT_STEPS):
-            left.append(event)
-    return left
-
-
-def open_gates(events: list[ReaderEvent | _BridgeFailed]) -> list[InteractionRequested]:
-    """The interactions announced in `events` and not resolved later in them."""
-    gates: dict[object, InteractionRequested] = {}
-    for event in events:
-        if isinstance(event, InteractionRequested):
-            gates[event.key] = event
-        elif isinstance(event, InteractionResolved):
-            gates.pop(event.key, None)
-    return list(gates.values())
 
 
 class AgySession:
@@ -126,12 +78,14 @@ class AgySession:
         *,
         policy: PermissionPolicy | None = None,
         plugin_manager: pluggy.PluginManager | None = None,
+        binding: type[AgyBinding] = AgyBinding,
     ) -> None:
+        """`binding`: where the conversation lives (a test's fake agy instead of processes)."""
         self.settings = settings
         self._policy = policy or PermissionPolicy()
         self._pm = plugin_manager
-        self._sink: HandoffSink[ReaderEvent | _BridgeFailed] = HandoffSink()
-        self._binding = AgyBinding(settings, sink=self._sink, plugin_manager=plugin_manager)
+        self._sink: HandoffSink[ReaderEvent | BridgeFailed] = HandoffSink()
+        self._binding = binding(settings, sink=self._sink, plugin_manager=plugin_manager)
         self._lease = TurnLease(self._binding.state)
         self.shown = ShownLedger(self._binding.state.path / "shown.bin")
         """How much of each step's text the host was handed (the adapter records it)."""
@@ -139,10 +93,10 @@ class AgySession:
         self._sweeper = acquire_sweeper(settings.keep, settings.state_base)
         self._bridge: InteractionBridge | None = None
         self._bridge_tasks: set[asyncio.Task[object]] = set()
-        self._interrupted = False
-        self._turn_running = False
-        self._prompts: HostPrompts | None = None
-        self._turn_model: str | None = None
+        self._turn: Turn | None = None
+        """The running turn, or the latest one (its model names the turn's usage)."""
+        # omnigent's choice when it changed, else a switch typed in agy, else the same model.
+        self._models = ModelChooser(self._binding.state)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -156,12 +110,23 @@ class AgySession:
         return self._binding.agy
 
     @property
+    def turn_model(self) -> str | None:
+        """agy's enum of the model of the latest turn (`turn_model_name` is its name)."""
+        return None if self._turn is None else self._turn.plan_model
+
+    @property
+    def model_catalog(self) -> ModelCatalog | None:
+        """agy's model catalog, if it was read already (never reads it)."""
+        return self._binding.known_catalog
+
+    @property
     def turn_model_name(self) -> str | None:
         """The display name of the model of the latest turn (e.g. "Gemini 3 Pro (High)")."""
         catalog = self._binding.known_catalog
-        if self._turn_model is None or catalog is None:
+        turn = self._turn
+        if turn is None or turn.plan_model is None or catalog is None:
             return None
-        return catalog.display_name(self._turn_model)
+        return catalog.display_name(turn.plan_model)
 
     @property
     def attachments_dir(self) -> Path:
@@ -171,6 +136,11 @@ class AgySession:
     async def ensure_started(self) -> AgyProcess:
         """agy running and answering, the cascade bound and the reader following it."""
         return await self._binding.ensure_started()
+
+    async def _stop_untrusted(self) -> None:
+        """The person answered "No, exit" where this conversation's agy runs: it stops."""
+        if self._binding.agy is not None:
+            await self._binding.close(stop_agy=True)
 
     async def close(self, *, stop_agy: bool | None = None) -> None:
         """Stop the reader and, unless configured to keep it, agy itself."""
@@ -183,7 +153,8 @@ class AgySession:
     # --- models ---------------------------------------------------------------------------
 
     async def catalog(self) -> ModelCatalog:
-        """agy's models (GetAvailableModels, once per session; never hard-coded, §7)."""
+        """agy's models (GetAvailableModels, once per session; never hard-coded,
+        docs/decisions.md §7)."""
         return await self._binding.catalog()
 
     async def resolve_model(self, model: str | None, effort: str | None) -> ResolvedModel:
@@ -191,73 +162,43 @@ class AgySession:
 
     # --- turns ----------------------------------------------------------------------------
 
-    async def run_turn(
-        self,
-        text: str,
-        *,
-        model: str | None,
-        effort: str | None,
-        prompts: HostPrompts,
-        instructions: str | None = None,
-        tools: Sequence[Mapping[str, Any]] = (),
-        tool_runner: ToolRunner | None = None,
-    ) -> AsyncIterator[TurnEvent]:
-        """Send `text`, exactly as typed, as the newest user message and yield what agy does
-        until it is idle.
-
-        `instructions` (the agent's prompt) become agy's own instructions, the GEMINI.md of
-        its private gemini dir, never part of the person's message. `tools` are omnigent's
-        tools for this turn; with the relay on, agy calls them over MCP and `tool_runner`
-        runs them (session/home.py).
-        """
+    async def run_turn(self, turn: Turn) -> AsyncIterator[TurnEvent]:
+        """Send `turn.text`, exactly as typed, as the newest user message and yield what agy
+        does until it is idle, ending with the turn's `TurnResult` (`Turn.end`)."""
         # Declared before agy is even looked at: a sweep deciding now either sees the turn
         # or has stopped agy already, and then ensure_started starts it again.
         inherited = await asyncio.to_thread(self._lease.begin_turn)
         try:
-            async for event in self._run_turn(
-                text,
-                inherited=inherited,
-                model=model,
-                effort=effort,
-                prompts=prompts,
-                instructions=instructions,
-                tools=tools,
-                tool_runner=tool_runner,
-            ):
+            async for event in self._run_turn(turn, inherited=inherited):
                 yield event
         finally:
             await asyncio.to_thread(self._lease.end_turn)
 
-    async def _run_turn(
-        self,
-        text: str,
-        *,
-        inherited: bool,
-        model: str | None,
-        effort: str | None,
-        prompts: HostPrompts,
-        instructions: str | None,
-        tools: Sequence[Mapping[str, Any]],
-        tool_runner: ToolRunner | None,
-    ) -> AsyncIterator[TurnEvent]:
+    async def _run_turn(self, turn: Turn, *, inherited: bool) -> AsyncIterator[TurnEvent]:
         """`inherited`: the harness process of the turn before died during it (see run_turn)."""
         home = self._binding.home
-        home.next_turn(instructions, tools)
+        home.next_turn(turn.instructions, turn.tools)
+        # The workspace agy can use, and the person's trust in it, before any agy starts.
+        await admit(
+            self._binding.gate,
+            turn.prompts,
+            conversation_id=self.settings.conversation_id,
+            stop_agy=self._stop_untrusted,
+        )
         agy = await self.ensure_started()
         if agy.resumed_after is not None and agy.cascade_id is not None:
             yield AgyRestarted(agy.cascade_id, agy.resumed_after)
             agy.resumed_after = None
-        resolved = await self.resolve_model(model, effort)
+        catalog = await self.catalog()
+        resolved = self._models.choose(catalog, turn.model, turn.effort, agy_pid=agy.pid)
         await self._binding.follow_clear()
         cascade = agy.cascade_id
         assert cascade is not None
         client = await self._binding.rpc()
-        self._prompts, self._turn_model = prompts, resolved.enum
+        self._turn = turn
+        turn.start(resolved.enum)
         self._bridge = await self._new_bridge(cascade)
-        self._interrupted = False
-        self._turn_running = True
         self._sink.bind()
-        tally = TurnTally()
         try:
             stale = self._sink.take_held()
             # A harness process killed mid-turn left its turn to agy: what agy did for it
@@ -276,7 +217,8 @@ class AgySession:
                     len(inheritance),
                 )
             for inherited_event in inheritance:
-                tally.note(inherited_event)
+                inherited_event = person_view(inherited_event, self._binding.gate.workspace)  # noqa: PLW2901
+                turn.tally.note(inherited_event)
                 yield inherited_event
             for gate in open_gates(stale):
                 # ...and a gate still open: agy waits on it (e.g. a harness restarted while
@@ -286,40 +228,48 @@ class AgySession:
             # thousands of events.
             del inheritance
             release(stale)
-            home.open_turn(tool_runner)
-            summary = await self._summary(client, cascade)
-            await self._send(client, cascade, text, resolved.enum, since=_step_count(summary))
-            async for event in self._follow_turn(tally):
+            home.open_turn(turn.tool_runner)
+            summary = await cascade_summary(client, cascade)
+            await send_once(client, cascade, turn.text, resolved.enum, since=step_count(summary))
+            async for event in self._follow_turn(turn):
                 yield event
         finally:
-            self._turn_running = False
+            turn.stop()
             home.close_turn()
             for task in list(self._bridge_tasks):
                 task.cancel()
             self._sink.unbind()
 
-    async def _follow_turn(self, tally: TurnTally) -> AsyncIterator[TurnEvent]:
+    async def _follow_turn(self, turn: Turn) -> AsyncIterator[TurnEvent]:
         while True:
             event = await self._next_event()
             if event is None or isinstance(event, ReaderModeChanged):
                 continue
-            if isinstance(event, ReaderFailed | _BridgeFailed):
+            if isinstance(event, ReaderFailed | BridgeFailed):
                 raise event.error
             if isinstance(event, TurnEnded):
-                if tally.boundary_seen:
-                    yield tally.result(event, interrupted=self._interrupted)
-                    return
-                continue  # the end of an earlier turn, published before ours began
+                result = turn.end(event)
+                if result is None:
+                    continue  # the end of an earlier turn, published before ours began
+                model = self.turn_model_name
+                result = await explain_quota(result, self._binding.rpc, model=model)
+                yield await with_context_used(result, self._binding.rpc, self.cascade_id)
+                return
             if isinstance(event, ConversationRotated):
-                await self._on_rotation(event)
+                # The reader rotated the whereabouts already: the bridge, the interrupt and
+                # the record follow it.
+                _logger.debug("agy's conversation is now %s (/clear)", event.new_cascade_id)
             elif isinstance(event, InteractionRequested):
-                tally.note(event)
+                turn.tally.note(event)
                 self._start_interaction(event)
             else:
-                tally.note(event)
+                event = person_view(event, self._binding.gate.workspace)
+                turn.tally.note(event)
+            for call in await child_tool_calls(self._binding, event):  # a finished sub-agent's
+                yield call
             yield event
 
-    async def _next_event(self) -> ReaderEvent | _BridgeFailed | None:
+    async def _next_event(self) -> ReaderEvent | BridgeFailed | None:
         """The next reader event, or None after a quiet spell in which agy was checked."""
         try:
             return await self._sink.get(timeout=_LIVENESS_SECONDS)
@@ -351,7 +301,7 @@ class AgySession:
             # stop the turn, and tell the person what went wrong.
             _logger.exception("answering agy's %s failed", request.kind)
             await self.interrupt()
-            self._sink.publish(_BridgeFailed(exc))
+            self._sink.publish(BridgeFailed(exc))
             return None
         if getattr(outcome, "dismissed", False):
             # The person closed the card instead of answering: that ends the turn.
@@ -364,7 +314,8 @@ class AgySession:
         agy = self._binding.agy
         if agy is None or agy.cascade_id is None:
             return False
-        self._interrupted = True
+        if self._turn is not None:
+            self._turn.interrupted = True
         if self._bridge is not None:
             await self._bridge.deny_pending()
         try:
@@ -378,9 +329,10 @@ class AgySession:
     async def steer(self, text: str) -> bool:
         """Deliver `text` into the running turn (agy picks it up at its next model call)."""
         agy = self._binding.agy
-        if agy is None or agy.cascade_id is None or not self._turn_running:
+        turn = self._turn
+        if agy is None or agy.cascade_id is None or turn is None or not turn.running:
             return False
-        model = self._turn_model or (await self.resolve_model(None, None)).enum
+        model = turn.plan_model or (await self.resolve_model(None, None)).enum
         try:
             cascade = agy.cascade_id
             await (await self._binding.rpc()).run(
@@ -396,61 +348,15 @@ class AgySession:
 
     # --- helpers --------------------------------------------------------------------------
 
-    async def _summary(self, client: FollowingClient, cascade_id: str) -> JsonObject:
-        """The cascade's summary now (its step count, where this turn's steps will start)."""
-        listed = await client.run(lambda c: c.get_all_cascade_trajectories())
-        return obj(obj(listed.get("trajectorySummaries")).get(cascade_id))
-
-    async def _send(
-        self, client: FollowingClient, cascade: str, text: str, model: str, *, since: int
-    ) -> None:
-        """Send the turn's message once: exactly once, also when the call fails on the way.
-
-        A failure agy may have acted on (the connection dropped after the request went out,
-        the answer came back garbled, agy moved to a new port meanwhile) is not answered by
-        sending again blindly, which could start the turn twice: the steps from `since` on
-        show whether the message arrived, and it is sent again only if it did not.
-        """
-        for attempt in range(2):
-            try:
-                await client.run(
-                    lambda c: c.send_user_cascade_message(cascade, text, plan_model=model),
-                    resend_safe=False,
-                )
-            except RpcError as exc:
-                lost = exc.code in TRANSIENT_CODES or isinstance(exc, ProtocolError)
-                if attempt or not lost:
-                    raise  # agy refused the message itself: say so
-                if await self._arrived(client, cascade, text, since):
-                    _logger.info("the message reached agy although the call failed (%s)", exc)
-                    return
-                _logger.info("the message did not reach agy (%s); sending it again", exc)
-            else:
-                return
-
-    async def _arrived(self, client: FollowingClient, cascade: str, text: str, since: int) -> bool:
-        steps = await client.run(
-            lambda c: c.get_cascade_trajectory_steps(cascade, step_offset=since)
-        )
-        return any(
-            step.get("type") == StepType.USER_INPUT
-            and obj(step.get("userInput")).get("userResponse") == text
-            for step in steps
-        )
-
-    async def _on_rotation(self, event: ConversationRotated) -> None:
-        agy = self._binding.agy
-        if agy is not None:
-            agy.bind_cascade(event.new_cascade_id, follows_tui=True)
-        if self._bridge is not None:
-            self._bridge = await self._new_bridge(event.new_cascade_id)
-
     async def _new_bridge(self, cascade_id: str) -> InteractionBridge:
-        assert self._prompts is not None
+        """The turn's bridge, on the conversation as the whereabouts say it is now (after a
+        `/clear` too); on `cascade_id` where nothing owns them (a test's fake agy)."""
+        assert self._turn is not None
         return InteractionBridge(
             client=await self._binding.rpc(),
-            cascade_id=cascade_id,
-            prompts=self._prompts,
+            cascade_id=self._binding.whereabouts or cascade_id,
+            prompts=self._turn.prompts,
             policy=self._policy,
             plugin_manager=self._pm,
+            person_paths=self._binding.gate.workspace.for_person,
         )

@@ -2,19 +2,22 @@
 
 `AgyBinding` is the part of a session that knows *where* the conversation lives:
 
-- **One conversation, one agy, one cascade** (DESIGN-NOTES §4): agy runs in a runner-owned
+- **One conversation, one agy, one cascade** (docs/decisions.md §4): agy runs in a runner-owned
   tmux session and stays alive across turns and harness restarts; the binding re-attaches
   through the record in the session's private state directory, or launches a fresh agy (after
   the pre-flight checks) and binds the conversation its TUI shows, else one started over RPC.
-- **Where agy is now** is one `AgyEndpoint` (rpc/endpoint.py) per agy: the reader, the
-  interaction bridge, the interrupt, steering, the turn's send and the catalog all follow it
-  when agy's language server moves to a new port (discovery runs again, WIRE.md §1); the
-  record follows too, so `omnigent-agy ps` and a respawned harness see the new port.
+- **Where the conversation is now** is one `Whereabouts` (rpc/whereabouts.py) per agy: its
+  `AgyEndpoint` (the port now) and the bound cascade. The reader, the interaction bridge, the
+  interrupt, steering, the turn's send and the catalog all ask it: they follow agy's language
+  server to a new port (discovery runs again, docs/wire.md §1), and a `/clear` typed in agy's
+  TUI, which the reader notices and rotates there (docs/wire.md §7). The record follows both
+  (`AgyProcess.follow`), so `omnigent-agy ps` and a respawned harness see them.
 - **Reading** is the `CascadeReader` thread, started here and publishing into the sink the
   session gives.
 - **RPC** of the session itself goes through `rpc()`: a `FollowingClient` owned by the running
-  loop (one connection, one owner: DESIGN-NOTES §10), re-made when the loop changed.
-- **Models** come from agy's own catalog (GetAvailableModels, once; never hard-coded, §7).
+  loop (one connection, one owner: docs/decisions.md §10), re-made when the loop changed.
+- **Models** come from agy's own catalog (GetAvailableModels, once; never hard-coded,
+  docs/decisions.md §7).
 """
 
 from __future__ import annotations
@@ -23,29 +26,37 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pluggy
 import psutil
 
+from omnigent_agy import TMUX_SOCKET
 from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.keep import KeepPolicy
-from omnigent_agy.agy.launcher import AgyLaunchSpec, AgyProcess, ensure_agy, reattach
+from omnigent_agy.agy.launcher import AgyLaunchSpec, reattach
+from omnigent_agy.agy.process import AgyProcess
+from omnigent_agy.agy.running import recorded, stop_running
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.agy.trust import WorkspaceTrust
 from omnigent_agy.interactions.hooks import model_aliases
 from omnigent_agy.onboarding.catalog import ModelCatalog
 from omnigent_agy.onboarding.failures import Failure
 from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.reader import CascadeReader, ReaderEvent, ReaderSettings
+from omnigent_agy.reading.rotation import tui_cascade, untouched
 from omnigent_agy.reading.sink import EventSink
 from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.discovery import discover_pin, pin_if_ours
 from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient
 from omnigent_agy.rpc.errors import AgyError, RpcError
 from omnigent_agy.rpc.pinning import Pin
+from omnigent_agy.rpc.whereabouts import Whereabouts
+from omnigent_agy.session.cold_start import launch_checked
 from omnigent_agy.session.home import AgyHome
+from omnigent_agy.session.workspace_gate import WorkspaceGate
 
 __all__ = ["AgyBinding", "PreflightError", "SessionError", "SessionSettings", "untouched"]
 
@@ -78,7 +89,7 @@ class SessionSettings:
     command: tuple[str, ...]
     """argv prefix that starts agy: the resolved executable plus configured args."""
     state_base: Path | None = None
-    tmux_socket: str = "omnigent-agy"
+    tmux_socket: str = TMUX_SOCKET
     keep_agy_running: bool = True
     keep: KeepPolicy = field(default_factory=KeepPolicy)
     """When the sweep stops kept agys (``harness.agy-cli.idle_stop_after``, ``max_kept``)."""
@@ -89,20 +100,12 @@ class SessionSettings:
     """Blocking checks before launching agy (run in a thread): the first failure, or None.
     When set, agy's gemini dir is checked too (signed in, trusted, settings valid)."""
     gemini_seed: GeminiSeed | None = None
-    """What agy's private gemini dir is seeded with (WIRE.md §1b); None: left as it is."""
+    """What agy's private gemini dir is seeded with (docs/wire.md §1b); None: left as it is."""
     omnigent_tools: bool = False
     """Relay omnigent's tools to agy over MCP (needs `gemini_seed`, which writes the entry)."""
-
-
-def untouched(value: object) -> bool:
-    """A cascade summary with no user input and no steps yet (WIRE.md §3)."""
-    summary = obj(value)
-    if not summary or summary.get("lastUserInputTime"):
-        return False
-    try:
-        return int(str(summary.get("stepCount") or 0)) == 0
-    except ValueError:
-        return False
+    trust: WorkspaceTrust = field(default_factory=WorkspaceTrust)
+    """Who may trust the workspace (docs/decisions.md §11); with a `gemini_seed`, agy starts
+    only in a workspace they trust or the person trusted on a card (`WorkspaceGate`)."""
 
 
 class AgyBinding:
@@ -127,10 +130,19 @@ class AgyBinding:
             relay=settings.omnigent_tools,
             env=settings.env,
         )
+        self.gate = WorkspaceGate(
+            settings.workspace,
+            settings.trust,
+            state=self.state,
+            home=self.home,
+            env=settings.env,
+            seeded=settings.gemini_seed is not None,
+        )
+        """The path agy is given for the workspace, and whether agy may start there."""
         self._agy: AgyProcess | None = None
         self._agy_process: psutil.Process | None = None  # the bound agy's, once looked at
         self._reader: CascadeReader | None = None
-        self._endpoint: AgyEndpoint | None = None
+        self._whereabouts: Whereabouts | None = None
         self._client: FollowingClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._catalog: ModelCatalog | None = None
@@ -144,6 +156,11 @@ class AgyBinding:
         return self._reader
 
     @property
+    def whereabouts(self) -> Whereabouts | None:
+        """Where the conversation is now (agy's port, the bound cascade), once bound."""
+        return self._whereabouts
+
+    @property
     def known_catalog(self) -> ModelCatalog | None:
         """The catalog if it was read already (never reads it)."""
         return self._catalog
@@ -151,7 +168,13 @@ class AgyBinding:
     async def ensure_started(self) -> AgyProcess:
         """agy running and answering, the cascade bound and the reader following it."""
         await self.home.start()
-        if self._agy is not None and self.reader_ok() and self._still_running(self._agy):
+        where = await asyncio.to_thread(self.gate.prepare)
+        # A running agy keeps the sign-in it started with: when the person's changed since
+        # (renewed, revoked, another account), agy starts again on the same conversation
+        # with it as it is now (signed out, the pre-flight then says so), at this turn.
+        sign_in_changed = await asyncio.to_thread(self.home.sync_sign_in)
+        running = self._agy is not None and self.reader_ok() and self._still_running(self._agy)
+        if running and not sign_in_changed and self._agy is not None:
             if self.home.stale:
                 self.home.seed(fresh=False)  # this turn's instructions or tools
             return self._agy
@@ -159,18 +182,23 @@ class AgyBinding:
         spec = AgyLaunchSpec(
             command=self.settings.command,
             workspace=self.settings.workspace,
+            cwd=where.agy,
             state_dir=self.state,
             env=dict(self.settings.env),
             ready_timeout=self.settings.ready_timeout,
         )
+        if sign_in_changed and await asyncio.to_thread(_stop_for_sign_in, self.state.path):
+            _logger.info("the person's sign-in changed: agy starts again with it")
         agy = await reattach(self._terminals, self.state)
         launched = agy is None
         if agy is None:
+            await asyncio.to_thread(self.gate.require_trust)  # before any agy starts
             self.home.seed(fresh=True)
-            # Only a launch needs the checks: a running agy already passed them.
-            await self._preflight()
-            agy = await ensure_agy(
-                self._terminals, spec, conversation_id=self.settings.conversation_id
+            agy = await launch_checked(
+                self._terminals,
+                spec,
+                conversation_id=self.settings.conversation_id,
+                preflight=self._preflight,
             )
         else:
             self.home.seed(fresh=False)  # e.g. a token the person's agy renewed meanwhile
@@ -184,26 +212,22 @@ class AgyBinding:
             tui = await self._tui_cascade(client) if launched else None
             if tui is not None:
                 # The conversation agy's TUI shows: a person attached to the tmux session
-                # watches this very conversation (DESIGN-NOTES §2).
+                # watches this very conversation (docs/decisions.md §2).
                 agy.bind_cascade(tui, follows_tui=True)
             else:
-                # A cascade started over RPC is not the one the TUI shows (WIRE.md §3).
+                # A cascade started over RPC is not the one the TUI shows (docs/wire.md §3).
                 agy.bind_cascade(await client.run(lambda c: c.start_cascade(), resend_safe=False))
             fresh_cascade = True
         assert agy.cascade_id is not None
-        assert self._endpoint is not None
+        assert self._whereabouts is not None
         self._reader = CascadeReader(
-            port=agy.port,
-            csrf_token=agy.csrf_token,
-            endpoint=self._endpoint,
-            cascade_id=agy.cascade_id,
+            whereabouts=self._whereabouts,
             sink=self._sink,
             cursor=CursorStore(self.state.path),
             settings=self.settings.reader,
             model_names={e.enum: e.display_name for e in (await self.catalog()).entries},
             # A cascade we bound before but whose cursor is gone: its history is on screen.
             skip_existing=not fresh_cascade,
-            follow_clear=agy.follows_tui,
         )
         self._reader.start()
         ready = await asyncio.to_thread(self._reader.wait_ready, self.settings.ready_timeout)
@@ -255,7 +279,8 @@ class AgyBinding:
         await self.home.aclose()
 
     async def catalog(self) -> ModelCatalog:
-        """agy's models (GetAvailableModels, once per session; never hard-coded, §7)."""
+        """agy's models (GetAvailableModels, once per session; never hard-coded,
+        docs/decisions.md §7)."""
         if self._catalog is None:
             payload = await (await self.rpc()).run(lambda c: c.get_available_models())
             aliases = model_aliases(self._pm) if self._pm is not None else {}
@@ -268,65 +293,48 @@ class AgyBinding:
         its loop)."""
         self._agy = agy
         pin = await self._pin(agy)
-        if pin.port != agy.port:
-            self._moved(agy, pin.port)
         endpoint = AgyEndpoint(
             port=pin.port,
             csrf_token=agy.csrf_token,
             locate=self._rediscover,
             certificate=pin.certificate,
         )
-        endpoint.on_move(lambda port: self._moved(agy, port))
-        self._endpoint = endpoint
+        where = Whereabouts(endpoint, cascade_id=agy.cascade_id, follows_tui=agy.follows_tui)
+        agy.follow(where)
+        if pin.port != agy.found_port:
+            agy.record_port(pin.port)
+        self._whereabouts = where
         old, self._client = self._client, None
         if old is not None and self._client_loop is asyncio.get_running_loop():
             await old.aclose()
-
-    def _moved(self, agy: AgyProcess, port: int) -> None:
-        agy.port = port
-        record = agy.state_dir.read_record()
-        if record is not None and record.pid == agy.pid:
-            agy.state_dir.write_record(replace(record, port=port))
 
     async def rpc(self) -> FollowingClient:
         """The session's client, owned by the running loop and following agy's port; re-made
         when the loop changed (a client of a loop that is gone went with it)."""
         loop = asyncio.get_running_loop()
-        assert self._endpoint is not None
+        assert self._whereabouts is not None
         if self._client is not None and self._client_loop is loop:
             return self._client
-        self._client = FollowingClient(self._endpoint)
+        self._client = FollowingClient(self._whereabouts.endpoint)
         self._client_loop = loop
         return self._client
 
     async def follow_clear(self) -> None:
         """If a person typed `/clear` in agy's TUI since the last turn, talk to the new
-        conversation (the reader re-binds; the record follows)."""
-        reader, agy = self._reader, self._agy
-        if reader is None or agy is None or not agy.follows_tui:
+        conversation: the reader looks now and rotates the whereabouts (the record follows)."""
+        reader, where = self._reader, self._whereabouts
+        if reader is None or where is None or not where.follows_tui:
             return
         try:
             await asyncio.wait_for(asyncio.wrap_future(reader.check_clear_now()), 10.0)
         except (TimeoutError, RpcError) as exc:
             _logger.info("could not check agy's conversations for a /clear: %s", exc)
-            return
-        if reader.cascade_id != agy.cascade_id:
-            _logger.info("following agy's TUI to its new conversation after /clear")
-            agy.bind_cascade(reader.cascade_id, follows_tui=True)
 
     async def _tui_cascade(self, client: FollowingClient) -> str | None:
         """The empty conversation a freshly started agy's TUI opened, when there is exactly
         one root cascade and nobody has typed into it yet; else None."""
         listed = await client.run(lambda c: c.get_all_cascade_trajectories())
-        summaries = obj(listed.get("trajectorySummaries"))
-        roots = [
-            (str(cascade_id), summary)
-            for cascade_id, summary in summaries.items()
-            if not obj(obj(summary).get("trajectoryMetadata")).get("parentConversationId")
-        ]
-        if len(roots) != 1 or not untouched(roots[0][1]):
-            return None
-        return roots[0][0]
+        return tui_cascade(obj(listed.get("trajectorySummaries")))
 
     async def _cascade_known(self, client: FollowingClient, cascade_id: str) -> bool:
         try:
@@ -337,8 +345,14 @@ class AgyBinding:
 
     async def _pin(self, agy: AgyProcess) -> Pin:
         """agy's port (found by the launch or re-attach just now) with the certificate agy
-        serves there, which the session's clients trust alone; found again if agy left it."""
-        pin = await pin_if_ours(agy.port, pid=agy.pid, log_file=agy.log_file)
+        serves there, which the session's clients trust alone; found again if agy left it.
+
+        The launch's own pin when it has one: it was taken moments ago, after agy was seen to
+        hold the port, so fetching and checking it again would only put a TLS handshake and
+        two scans of the system's listeners on the way to the first answer. Should another
+        process hold the port by now, the pinned certificate fails its handshake before a
+        byte is sent, and the endpoint looks for agy again (rpc/pinning)."""
+        pin = agy.take_pin() or await pin_if_ours(agy.port, pid=agy.pid, log_file=agy.log_file)
         if pin is not None:
             return pin
         _logger.info("agy's port %s is no longer agy's alone; looking again", agy.port)
@@ -360,3 +374,12 @@ class AgyBinding:
         reader, self._reader = self._reader, None
         if reader is not None:
             await asyncio.to_thread(reader.stop)
+
+
+def _stop_for_sign_in(state_dir: Path) -> bool:
+    """Stop the conversation's agy, its record kept: the turn starts it again on the same
+    conversation (``launcher.ensure_agy``). False when none ran."""
+    running = recorded(state_dir)
+    if running is None or not running.alive:
+        return False
+    return stop_running(running, "the person's sign-in changed")

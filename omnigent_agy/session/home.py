@@ -1,5 +1,5 @@
 """A conversation's agy home: its private gemini dir seeded, checked, and omnigent's tools
-relayed into it (WIRE.md §1b).
+relayed into it (docs/wire.md §1b).
 
 `AgyHome` is what `AgyBinding` calls around a launch or re-attach: seed everything before a
 launch (then the pre-flight checks the folder as agy will see it), refresh what can change at
@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.agy.gemini_home import GeminiSeed, seed_gemini_dir
+from omnigent_agy.agy.gemini_home import GeminiSeed, seed_gemini_dir, sync_sign_in
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.onboarding.agy_home import check_gemini_dir, first_failure
 from omnigent_agy.onboarding.failures import Failure
@@ -51,6 +51,9 @@ class AgyHome:
         self._seed = seed
         self._env = env
         self._instructions: str | None = None
+        self.trusted: Path | None = None
+        """The path agy starts in, once the workspace is trusted (session/workspace_gate.py):
+        seeded into ``trustedWorkspaces`` exactly as spelled (docs/wire.md §9)."""
         self._seeded: tuple[str | None, tuple[str, ...]] | None = None
         self.relay: RelayChannel | None = None
         if relay and seed is not None:
@@ -86,22 +89,33 @@ class AgyHome:
         return self._seed is not None and self._seeded != self._inputs()
 
     def seed(self, *, fresh: bool) -> None:
-        """Seed (``fresh``: before a launch) or refresh the folder (WIRE.md §1b)."""
+        """Seed (``fresh``: before a launch) or refresh the folder (docs/wire.md §1b)."""
         if self._seed is None:
             return
         extra = dict(self._seed.extra_mcp_servers)
         if self.relay is not None:
             names = tool_names(self.relay.tools)
             extra[RELAY_SERVER] = relay_entry(self.relay.socket_path, self.relay.tools_file, names)
-        seed = replace(self._seed, extra_mcp_servers=extra, instructions=self._instructions)
+        seed = replace(
+            self._seed,
+            extra_mcp_servers=extra,
+            instructions=self._instructions,
+            trusted_workspace=self.trusted,
+        )
         seed_gemini_dir(self._state.gemini_dir, seed, fresh=fresh)
         self._seeded = self._inputs()
 
+    def sync_sign_in(self) -> bool:
+        """The person's sign-in as it is now into the folder; True when it changed (renewed,
+        revoked, another account)."""
+        return self._seed is not None and sync_sign_in(self._state.gemini_dir, self._seed.source)
+
     def check(self) -> Failure | None:
         """The folder as the agy started with it will see it: signed in, trusted, valid
-        (an unseeded folder, as the plugin left it before WIRE.md §1b, fails here)."""
+        (an unseeded folder, as the plugin left it before docs/wire.md §1b, fails here)."""
         env = {**os.environ, **self._env}
-        return first_failure(check_gemini_dir(self._state.gemini_dir, self._workspace, env))
+        workspace = self.trusted or self._workspace  # the path agy is started in
+        return first_failure(check_gemini_dir(self._state.gemini_dir, workspace, env))
 
     async def aclose(self) -> None:
         if self.relay is not None:

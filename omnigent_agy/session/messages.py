@@ -1,6 +1,6 @@
 """What of omnigent's messages goes to agy: the newest user message, attachments as files.
 
-omnigent resends the whole history every turn while agy keeps its own (DESIGN-NOTES §3), so
+omnigent resends the whole history every turn while agy keeps its own (docs/decisions.md §3), so
 only the last user message is sent. Its text blocks are joined; images and files that arrive
 inline (data URLs or base64) are written into the session's private attachments folder and
 named in the text, so agy can read them with its own file tools.
@@ -18,14 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omnigent_agy.agy.statedir import write_private_file
+from omnigent_agy.rpc.errors import AgyError
+
 _DATA_URL = re.compile(r"^data:(?P<mime>[\w.+-]+/[\w.+-]+)?(?:;[^,]*)?;base64,(?P<data>.*)$", re.S)
 MAX_ATTACHMENT_BYTES = 32 * 1024 * 1024
 
 
-class MessageError(ValueError):
+class MessageError(AgyError, ValueError):
     """The user message cannot be sent as it is (told to the person, nothing is lost)."""
 
-    code = "agy_message_unsupported"  # failures.failure_for reads it
+    code = "agy_message_unsupported"  # explain.failure_for reads it
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +90,9 @@ def _save_attachment(block: Mapping[str, Any], directory: Path) -> Path:
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = directory / f"{stem}-{digest}{suffix}"
     if not path.exists():
-        path.write_bytes(raw)
-        path.chmod(0o600)
+        # Renamed into place whole, 0600 from the start: agy (or the same message sent again
+        # by a respawned harness) may read it while another writer is still writing.
+        write_private_file(path, raw, durable=False)
     return path
 
 

@@ -1,13 +1,20 @@
-"""How one turn ends.
+"""One turn: what it is asked, whether it runs, and how it ends.
 
-`TurnTally` watches a turn's events and decides its `TurnResult` when agy goes idle:
-completed, cancelled (interrupted), or failed (agy reported an error it did not recover from).
+A `Turn` holds what the host asks of a turn (the text, the model and effort, the person's
+prompts, the agent's instructions, omnigent's tools and their runner) and what the session
+learns while it runs (the model it runs on, running, interrupted, the `TurnTally`); its end
+is decided in one place, `Turn.end`: completed, cancelled (interrupted), or failed (agy
+reported an error it did not recover from).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from omnigent_agy.interactions.prompts import HostPrompts
+from omnigent_agy.onboarding.failures import Failure
 from omnigent_agy.reading.events import (
     AssistantMessage,
     ErrorReported,
@@ -19,6 +26,7 @@ from omnigent_agy.reading.events import (
 )
 from omnigent_agy.reading.reader import ConversationRotated, TurnEnded
 from omnigent_agy.reading.steps import ModelUsage
+from omnigent_agy.relay.channel import ToolRunner
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +44,16 @@ class TurnResult:
     (CHECKPOINT steps) whose prompt says nothing about the conversation's window."""
     gave_up_waiting: bool = False
     """The turn failed after agy stopped waiting for an answer to a card (it timed the gate
-    out and asked no more, WIRE.md §6): nobody answered in time."""
+    out and asked no more, docs/wire.md §6): nobody answered in time."""
+    failure: Failure | None = None
+    """The catalogue's failure for it when the session knows better than agy's error text (a
+    quota used up, with when it resets: session/quota_turn.py)."""
+    calls: tuple[ModelUsage, ...] = ()
+    """Each model call's usage as this process saw it, in order (each priced at its own
+    model: onboarding/model_facts.py)."""
+    context_used: int | None = None
+    """agy's own estimate of the tokens in its context window after the turn (docs/wire.md
+    §9, "Context in use"; session/context_meter.py); None where agy gave none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +78,7 @@ class TurnTally:
     last_error: ErrorReported | None = None
     text_after_error: bool = False
     last_call: ModelUsage | None = None
+    calls: list[ModelUsage] = field(default_factory=list)
     gate_timed_out: bool = False  # the last gate ended in ERROR and agy asked no more
 
     def note(self, event: Event) -> None:
@@ -69,6 +87,7 @@ class TurnTally:
         elif isinstance(event, InteractionRequested):
             self.gate_timed_out = False
         if isinstance(event, UsageReported):
+            self.calls.append(event.usage)
             if self.last_call is None or _prompt(event.usage) >= _prompt(self.last_call):
                 self.last_call = event.usage
         elif isinstance(event, TurnBoundary):
@@ -81,8 +100,9 @@ class TurnTally:
 
     def result(self, ended: TurnEnded, *, interrupted: bool) -> TurnResult:
         text = "\n\n".join(self.texts)
+        calls = tuple(self.calls)
         if interrupted:
-            return TurnResult("cancelled", text, ended.usage, last_call=self.last_call)
+            return TurnResult("cancelled", text, ended.usage, last_call=self.last_call, calls=calls)
         if self.last_error is not None and not self.text_after_error:
             # agy gave up on an error it did not recover from: the turn failed.
             return TurnResult(
@@ -92,9 +112,50 @@ class TurnTally:
                 self.last_error,
                 self.last_call,
                 gave_up_waiting=self.gate_timed_out,
+                calls=calls,
             )
-        return TurnResult("completed", text, ended.usage, last_call=self.last_call)
+        return TurnResult("completed", text, ended.usage, last_call=self.last_call, calls=calls)
 
 
 def _prompt(usage: ModelUsage) -> int:
     return usage.input_tokens + usage.cache_read_tokens
+
+
+@dataclass(slots=True, eq=False)
+class Turn:
+    """One turn of a session: what it is asked (set by the host) and its state (the session's).
+
+    `text` is sent exactly as typed as the newest user message; `instructions` (the agent's
+    prompt) become agy's own instructions, the GEMINI.md of its private gemini dir, never part
+    of the person's message; `tools` are omnigent's tools for this turn, which agy calls over
+    MCP and `tool_runner` runs (session/home.py).
+    """
+
+    text: str
+    prompts: HostPrompts
+    model: str | None = None
+    effort: str | None = None
+    instructions: str | None = None
+    tools: Sequence[Mapping[str, Any]] = ()
+    tool_runner: ToolRunner | None = None
+    plan_model: str | None = field(default=None, init=False)
+    """The model enum the turn runs on, once chosen (`model_choice`)."""
+    running: bool = field(default=False, init=False)
+    interrupted: bool = field(default=False, init=False)
+    tally: TurnTally = field(default_factory=TurnTally, init=False)
+
+    def start(self, plan_model: str) -> None:
+        """The turn is sent on `plan_model` now."""
+        self.plan_model = plan_model
+        self.interrupted = False
+        self.running = True
+
+    def stop(self) -> None:
+        self.running = False
+
+    def end(self, ended: TurnEnded) -> TurnResult | None:
+        """How the turn ended, now that agy is idle; None when `ended` is the end of an
+        earlier turn (published before this one's user input)."""
+        if not self.tally.boundary_seen:
+            return None
+        return self.tally.result(ended, interrupted=self.interrupted)

@@ -1,0 +1,89 @@
+"""Reading the person's own gemini dir for a seed (docs/wire.md §1b): never through a link
+that leads out of it, JSON files read as objects or refused with a `SeedError`, and what was
+skipped noted in the seed's `SeedReport` (by part name, never a file's content)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omnigent_agy.rpc.errors import AgyError
+
+__all__ = ["GeminiSource", "SeedError", "SeedReport"]
+
+_log = logging.getLogger(__name__)
+
+
+class SeedError(AgyError):
+    """A file of the person's gemini dir cannot be used as it is (e.g. not JSON)."""
+
+    code = "agy_settings_invalid"
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+        self.remediation = (
+            f"Fix or remove {path} (agy reads it too: `agy` in a terminal shows what it makes "
+            "of it); then run `omnigent-agy doctor`."
+        )
+
+
+@dataclass(slots=True)
+class SeedReport:
+    """What a seed did, by part name (never a file's content)."""
+
+    copied: list[str] = field(default_factory=list)
+    linked: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    mcp_servers: tuple[str, ...] = ()
+
+
+class GeminiSource:
+    """Reads from the person's gemini dir without following a link out of it."""
+
+    def __init__(self, root: Path, report: SeedReport) -> None:
+        self.root = root
+        self.real_root = root.resolve()
+        self.report = report
+
+    def inside(self, relative: Path) -> Path | None:
+        """The resolved path of ``relative`` when it exists inside the root, else None."""
+        path = self.root / relative
+        if not path.exists():
+            return None
+        resolved = path.resolve()
+        if not resolved.is_relative_to(self.real_root):
+            # A link out of ~/.gemini (dotfiles, or something planted): never read it.
+            _log.warning("not seeding %s: it links outside %s", relative, self.root)
+            self.report.skipped.append(f"{relative} (links outside {self.root})")
+            return None
+        return resolved
+
+    def read(self, relative: Path) -> bytes | None:
+        resolved = self.inside(relative)
+        if resolved is None or not resolved.is_file():
+            return None
+        fd = os.open(resolved, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
+
+    def json_object(self, relative: Path) -> dict[str, Any] | None:
+        data = self.read(relative)
+        if data is None:
+            return None
+        try:
+            value = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise SeedError(
+                f"{self.root / relative} is not valid JSON ({type(exc).__name__})",
+                path=self.root / relative,
+            ) from None
+        if not isinstance(value, dict):
+            raise SeedError(
+                f"{self.root / relative} is not a JSON object", path=self.root / relative
+            )
+        return value
