@@ -3,11 +3,12 @@
 A new executor is made per `executor_factory()` call (after an error omnigent discards the
 old one); all the state that matters lives in agy and in the session's private state
 directory, so a fresh executor — or a fresh harness process — re-attaches to the same agy and
-cascade (DESIGN-NOTES §4). This module only translates: configuration in, events out.
+cascade (docs/decisions.md §4). This module only translates: configuration in, events out.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -21,10 +22,8 @@ from omnigent.debug_logging import debug_event
 from omnigent.inner.executor import (
     Executor,
     ExecutorConfig,
-    ExecutorError,
     ExecutorEvent,
     ReasoningChunk,
-    SubAgentCompleted,
     SubAgentStarted,
     TextChunk,
     ToolCallComplete,
@@ -34,124 +33,48 @@ from omnigent.inner.executor import (
     TurnComplete,
 )
 
-from omnigent_agy.agy.gemini_home import McpSelection
+from omnigent_agy import TMUX_SOCKET as DEFAULT_TMUX_SOCKET
+from omnigent_agy import TMUX_SOCKET_ENV
+from omnigent_agy.agy.mcp_selection import McpSelection
+from omnigent_agy.agy.statedir import SessionStateDir
+from omnigent_agy.agy.trust import WorkspaceNotTrustedError
 from omnigent_agy.interactions.hooks import (
+    TurnCall,
     get_plugin_manager,
     interrupt_session_hook,
     run_turn_hook,
 )
-from omnigent_agy.onboarding.agy_home import gemini_seed
-from omnigent_agy.onboarding.config import (
-    AgyConfig,
-    ConfigError,
-    load_config,
-    resolve_executable,
-)
+from omnigent_agy.onboarding.agy_home import gemini_seed, workspace_trust
+from omnigent_agy.onboarding.config import AgyConfig, ConfigError, load_config
 from omnigent_agy.onboarding.doctor import preflight
+from omnigent_agy.onboarding.executable import resolve_executable
+from omnigent_agy.onboarding.failures import gave_up_waiting_failure, model_error_failure
 from omnigent_agy.reading import events as ev
-from omnigent_agy.reading.mapper import DEFAULT_OUTPUT_CAP
 from omnigent_agy.reading.reader_state import DEFAULT_IDLE_TIMEOUT, ReaderSettings
-from omnigent_agy.reading.steps import StepKey
 from omnigent_agy.relay.channel import RELAY_SERVER
+from omnigent_agy.rpc.errors import AgyError
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
+from omnigent_agy.session.history import answered, carry_history, mark_delivered
 from omnigent_agy.session.messages import MessageError, newest_user_message, user_message
-from omnigent_agy.session.shown import ShownLedger
-from omnigent_agy.session.turns import AgyRestarted, TurnResult
+from omnigent_agy.session.turns import AgyRestarted, Turn, TurnResult
 
+from .deletion import mark_for_deletion, watch_after_close
 from .failures import executor_error_for, to_executor_error
 from .prompts import OmnigentPrompts
+from .spawn_env import CWD_ENV_KEY as CWD_ENV
+from .spawn_env import EFFORT_ENV_KEY as EFFORT_ENV
+from .spawn_env import MCP_SERVERS_ENV_KEY as MCP_SERVERS_ENV
+from .spawn_env import MODEL_ENV_KEY as MODEL_ENV
+from .subagents import is_wake_for, subagent_event
+from .titles import SessionTitle
+from .tool_rows import row
+from .translate import TOOL_STATUS, Stream, tool_result
+from .usage import usage_dict
 
 _logger = logging.getLogger(__name__)
 
-MODEL_ENV = "HARNESS_AGY_CLI_MODEL"
-EFFORT_ENV = "HARNESS_AGY_CLI_REASONING_EFFORT"
-CWD_ENV = "HARNESS_AGY_CLI_CWD"
-TMUX_SOCKET_ENV = "OMNIGENT_AGY_TMUX_SOCKET"
 READY_TIMEOUT_ENV = "OMNIGENT_AGY_READY_TIMEOUT"
-MCP_SERVERS_ENV = "HARNESS_AGY_CLI_MCP_SERVERS"
 STREAM_IDLE_ENV = "OMNIGENT_AGY_STREAM_IDLE_TIMEOUT"
-DEFAULT_TMUX_SOCKET = "omnigent-agy"
-
-_TOOL_STATUS = {
-    "success": ToolCallStatus.SUCCESS,
-    "error": ToolCallStatus.ERROR,
-    "canceled": ToolCallStatus.CANCELLED,
-    "denied": ToolCallStatus.BLOCKED,
-}
-
-
-def usage_dict(result: TurnResult, model: str | None = None) -> dict[str, Any] | None:
-    """agy's summed `modelUsage` in omnigent's usage keys.
-
-    `context_tokens` (how full the context window is, for the web's context ring) is the
-    prompt of the turn's last model call, cached part included; `model` names agy's model.
-    """
-    usage = result.usage
-    if usage is None:
-        return None
-    reported: dict[str, Any] = {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "total_tokens": usage.input_tokens + usage.output_tokens,
-        "cache_read_input_tokens": usage.cache_read_tokens,
-    }
-    if result.last_call is not None:
-        reported["context_tokens"] = (
-            result.last_call.input_tokens + result.last_call.cache_read_tokens
-        )
-    if model:
-        reported["model"] = model
-    return reported
-
-
-class _Stream:
-    """Turns splice deltas (`events.apply_delta`) into omnigent's append-only chunks.
-
-    What it hands over is recorded in the session's `ShownLedger`, so a harness process
-    started after this one was killed mid-answer goes on where the host's text stops instead
-    of showing the step again from its start (session/shown.py).
-    """
-
-    def __init__(self, ledger: ShownLedger | None = None) -> None:
-        self._ledger = ledger
-        self._shown: dict[str, int] = ledger.load() if ledger is not None else {}
-        self._last_text_key: object = None
-        self.calls: set[str] = set()
-        """The tool calls this turn showed as started (`ToolCallRequest`)."""
-
-    def text(self, delta: ev.TextDelta) -> str:
-        piece = self._append_only(_stream_key("text", delta.key), delta.offset, delta.text)
-        if piece and self._last_text_key not in (None, delta.key):
-            piece = "\n\n" + piece  # a new message of the same turn starts a new paragraph
-        if piece:
-            self._last_text_key = delta.key
-        return piece
-
-    def reasoning(self, delta: ev.ReasoningDelta) -> str:
-        return self._append_only(_stream_key("reasoning", delta.key), delta.offset, delta.text)
-
-    def ended(self) -> None:
-        """The turn ended with every step settled: nothing of it is open any more."""
-        if self._ledger is not None:
-            self._ledger.clear()
-
-    def _append_only(self, key: str, offset: int, text: str) -> str:
-        shown = self._shown.get(key, 0)
-        end = offset + len(text)
-        if offset > shown:
-            _logger.warning("a delta skipped %d characters", offset - shown)
-        if end <= shown:
-            if offset < shown:
-                _logger.info("agy rewrote text already shown; the committed text keeps it")
-            return ""
-        self._shown[key] = end
-        if self._ledger is not None:
-            self._ledger.record(key, end)
-        return text[max(0, shown - offset) :]
-
-
-def _stream_key(kind: str, key: StepKey) -> str:
-    return f"{kind}|{key.cascade_id}|{key.trajectory_id}|{key.step_index}"
 
 
 class AgyExecutor(Executor):
@@ -168,6 +91,7 @@ class AgyExecutor(Executor):
         tmux_socket: str | None = None,
     ) -> None:
         self._conversation_id = conversation_id
+        self._title: SessionTitle | None = None  # agy's title given to the session (titles)
         self._config = config
         self._env = dict(os.environ if env is None else env)
         self._pm = plugin_manager or get_plugin_manager()
@@ -179,6 +103,7 @@ class AgyExecutor(Executor):
         self._elicitation_handler: object = None
         self._policy_evaluator: Any = None
         self._form_elicitor: Any = None  # installed by AgyExecutorAdapter
+        self._subagent_titles: set[str] = set()  # agy's sub-agents this harness reported
 
     # --- capabilities ---------------------------------------------------------------------
 
@@ -221,13 +146,16 @@ class AgyExecutor(Executor):
                     idle_timeout=_float_env(self._env, STREAM_IDLE_ENV, DEFAULT_IDLE_TIMEOUT)
                 ),
                 preflight=lambda: preflight(config, self._env),
-                gemini_seed=gemini_seed(
-                    config, workspace, self._env, selection=_agent_selection(self._env)
-                ),
+                gemini_seed=gemini_seed(config, self._env, selection=_agent_selection(self._env)),
                 omnigent_tools=config.omnigent_tools,
+                trust=workspace_trust(config, self._env, self._state_base),
             )
             self._session = AgySession(settings, policy=config.permissions, plugin_manager=self._pm)
+            mark_for_deletion(self._state(), settings.conversation_id)
         return self._session
+
+    def _state(self) -> SessionStateDir:
+        return SessionStateDir.open(self._conversation_id(), base=self._state_base)
 
     # --- Executor -------------------------------------------------------------------------
 
@@ -239,57 +167,67 @@ class AgyExecutor(Executor):
         config: ExecutorConfig | None = None,
     ) -> AsyncIterator[ExecutorEvent]:
         session_key = str(messages[-1].get("session_id", "")) if messages else ""
-        events = run_turn_hook(
-            self._pm,
-            self,
-            session_key=session_key,
-            messages=messages,
-            tools=tools,
-            system_prompt=system_prompt,
-            config=config,
-        )
+        call = TurnCall(session_key, messages, tools, system_prompt, config)
+        events = run_turn_hook(self._pm, self, call)
         async for event in events:
             if not isinstance(event, ExecutorEvent):
                 raise TypeError(f"an agy_run_turn plugin yielded {type(event).__name__}")
             yield event
 
-    async def builtin_run_turn(
-        self,
-        *,
-        session_key: str,
-        messages: list[dict[str, object]],
-        tools: list[dict[str, object]],
-        system_prompt: str,
-        config: object,
-    ) -> AsyncIterator[ExecutorEvent]:
-        del session_key
-        turn_config = config if isinstance(config, ExecutorConfig) else ExecutorConfig()
+    async def builtin_run_turn(self, call: TurnCall) -> AsyncIterator[ExecutorEvent]:
+        config = call.config if isinstance(call.config, ExecutorConfig) else ExecutorConfig()
         try:
             session = self.session()
-            message = newest_user_message(messages, attachments_dir=session.attachments_dir)
-            model = turn_config.model or self._env.get(MODEL_ENV) or None
-            effort = turn_config.extra.get("reasoning_effort") or self._env.get(EFFORT_ENV)
-            prompts = OmnigentPrompts(
-                policy_evaluator=self._policy_evaluator,
-                elicit=self._form_elicitor,
-            )
-            stream = _Stream(session.shown)
-            async for event in session.run_turn(
-                message.as_prompt(),
-                model=model,
+            message = newest_user_message(call.messages, attachments_dir=session.attachments_dir)
+            if answered(call.messages) or is_wake_for(message.text, self._subagent_titles):
+                # Nothing new for agy: its answer is there (history.answered), or omnigent's
+                # notice that agy's sub-agent finished, whose result agy had (subagents.py).
+                yield TurnComplete(response=None)
+                return
+            # A fork's or an import's earlier messages, once (session/history.py).
+            state = SessionStateDir(session.attachments_dir.parent)  # the conversation's folder
+            carried = carry_history(state, call.messages, message.as_prompt())
+            self._title = self._title or SessionTitle.open(self._state(), call.messages)
+            effort = config.extra.get("reasoning_effort") or self._env.get(EFFORT_ENV)
+            turn = Turn(
+                carried.prompt,
+                OmnigentPrompts(
+                    policy_evaluator=self._policy_evaluator,
+                    elicit=self._form_elicitor,
+                ),
+                model=config.model or self._env.get(MODEL_ENV) or None,
                 effort=str(effort) if effort else None,
-                prompts=prompts,
-                instructions=system_prompt or None,
-                tools=tools,
+                instructions=call.system_prompt or None,
+                tools=call.tools,
                 tool_runner=self._run_omnigent_tool,
-            ):
+            )
+            stream = Stream(session.shown)
+            async for event in session.run_turn(turn):
+                if carried.messages and isinstance(event, ev.TurnBoundary):
+                    mark_delivered(state)  # agy has them now
+                if isinstance(event, TurnResult) and event.status == "completed":
+                    await self._retitle(session, bool(carried.messages))
                 for translated in self._translated(event, stream):
                     yield translated
         except PreflightError as exc:
             yield to_executor_error(exc.failure)
+        except WorkspaceNotTrustedError as exc:
+            # The person's answer (or nobody could be asked), not a fault: no traceback, and
+            # the session stays, to ask again at the next message (docs/decisions.md §11).
+            _logger.info("agy not started: %s", exc)
+            yield executor_error_for(exc, preserve_session=True)
         except Exception as exc:  # every failure reaches the person, with a code
             _logger.warning("agy turn failed: %s", type(exc).__name__, exc_info=True)
             yield executor_error_for(exc, secrets=self._secrets())
+
+    async def _retitle(self, session: AgySession, carried: bool) -> None:
+        """agy's title for the conversation as the session's (titles); never worth the turn."""
+        run = self._run_omnigent_tool
+        try:
+            if self._title is not None:  # opened as the turn started
+                await self._title.after_turn(session.cascade_id, run, carried=carried)
+        except (AgyError, OSError) as exc:
+            _logger.info("the session keeps its title: %s", exc)
 
     async def _run_omnigent_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """One of omnigent's tools, called by agy through the relay: omnigent's tool bridge
@@ -301,7 +239,7 @@ class AgyExecutor(Executor):
         result = await bridge(name, arguments)
         return result if isinstance(result, dict) else {"result": result}
 
-    def _translated(self, event: object, stream: _Stream) -> list[ExecutorEvent]:
+    def _translated(self, event: object, stream: Stream) -> list[ExecutorEvent]:
         translated = self._translate(event, stream)
         if translated is None:
             return []
@@ -310,15 +248,16 @@ class AgyExecutor(Executor):
             # omnigent's adapter shows a call as completed only after seeing its request in
             # the same turn, so the request is told again (same call id: one card).
             stream.calls.add(event.call_id)
+            name, args = row(event.name, event.arguments)
             started = ToolCallRequest(
-                name=event.name,
-                args=dict(event.arguments or {}),
+                name=name,
+                args=args,
                 metadata={"call_id": event.call_id, "internally_executed": True},
             )
             return [started, translated]
         return [translated]
 
-    def _translate(self, event: object, stream: _Stream) -> ExecutorEvent | None:  # noqa: PLR0911
+    def _translate(self, event: object, stream: Stream) -> ExecutorEvent | None:  # noqa: PLR0911
         if isinstance(event, ev.ToolCallStarted | ev.ToolCallFinished) and event.name.startswith(
             f"{RELAY_SERVER}/"
         ):
@@ -331,24 +270,26 @@ class AgyExecutor(Executor):
             return ReasoningChunk(delta=piece, event_type="reasoning_text") if piece else None
         if isinstance(event, ev.ToolCallStarted):
             stream.calls.add(event.call_id)
+            # Under the name and keys omnigent's web titles its own tools by (tool_rows).
+            name, args = row(event.name, event.arguments)
             return ToolCallRequest(
-                name=event.name,
-                args=dict(event.arguments),
+                name=name,
+                args=args,
                 metadata={"call_id": event.call_id, "internally_executed": True},
             )
         if isinstance(event, ev.ToolCallFinished):
             return ToolCallComplete(
-                name=event.name,
-                status=_TOOL_STATUS.get(str(event.outcome), ToolCallStatus.SUCCESS),
-                result=_tool_result(event),
+                name=row(event.name, event.arguments)[0],
+                status=TOOL_STATUS.get(str(event.outcome), ToolCallStatus.SUCCESS),
+                result=tool_result(event),
                 error=event.error,
                 metadata={"call_id": event.call_id},
             )
-        if isinstance(event, ev.SubAgentStarted):
-            title = event.role or event.agent_type or "agy sub-agent"
-            return SubAgentStarted(child_key=event.child_cascade_id, title=title)
-        if isinstance(event, ev.SubAgentFinished):
-            return SubAgentCompleted(child_key=event.child_cascade_id, ok=event.ok)
+        if isinstance(event, ev.SubAgentStarted | ev.SubAgentFinished | ev.SubAgentEvent):
+            translated = subagent_event(event)
+            if isinstance(translated, SubAgentStarted):
+                self._subagent_titles.add(translated.title)
+            return translated
         if isinstance(event, TurnResult):
             stream.ended()
             return self._finish(event)
@@ -370,36 +311,22 @@ class AgyExecutor(Executor):
 
     def _finish(self, result: TurnResult) -> ExecutorEvent:
         session = self._session
-        usage = usage_dict(result, session.turn_model_name if session is not None else None)
+        usage = usage_dict(
+            result,
+            catalog=session.model_catalog if session is not None else None,
+            model=session.turn_model if session is not None else None,
+        )
         if result.status == "cancelled":
             return TurnCancelled()
-        if result.status == "failed" and result.error is not None and result.gave_up_waiting:
-            return ExecutorError(
-                message=f"agy stopped waiting for an answer: {result.error.message}",
-                retryable=True,
-                usage=usage,
-                preserve_session=True,
-                code="agy_interaction_timed_out",
-                title="agy gave up waiting for your answer",
-                remediation=(
-                    "agy asked for an approval or an answer and timed out before one came; "
-                    "an answer given now is refused. Send the message again and answer the "
-                    "card while it is shown."
-                ),
-            )
+        if result.status == "failed" and result.failure is not None:
+            return to_executor_error(result.failure, usage=usage, preserve_session=True)
         if result.status == "failed" and result.error is not None:
-            return ExecutorError(
-                message=result.error.message,
-                retryable=result.error.retryable,
-                usage=usage,
-                preserve_session=True,
-                code="agy_model_error",
-                title="agy's model call failed",
-                remediation=(
-                    "Send the message again; if it keeps failing, pick another model with "
-                    "/model or check agy's status with `omnigent-agy doctor`."
-                ),
+            failure = (
+                gave_up_waiting_failure(result.error.message)
+                if result.gave_up_waiting
+                else model_error_failure(result.error.message, retryable=result.error.retryable)
             )
+            return to_executor_error(failure, usage=usage, preserve_session=True)
         return TurnComplete(response=result.text or None, usage=usage)
 
     def _secrets(self) -> tuple[str, ...]:
@@ -431,7 +358,11 @@ class AgyExecutor(Executor):
 
     async def close_session(self, session_key: str) -> None:
         del session_key
+        opened = self._session is not None
         await self.close()
+        if opened:
+            # Deleted, reaped or the host stopping: omnigent says which no other way.
+            await asyncio.to_thread(watch_after_close, self._state())
 
     async def close(self) -> None:
         session, self._session = self._session, None
@@ -465,20 +396,3 @@ def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
         )
         return default
     return seconds
-
-
-def _tool_result(event: ev.ToolCallFinished) -> str:
-    output = event.output or ""
-    if event.full_bytes is not None:
-        shown = len(output.encode("utf-8", errors="replace"))
-        output += (
-            f"\n[output truncated: {shown:,} of {event.full_bytes:,} bytes shown; omnigent-agy"
-            f" passes at most {DEFAULT_OUTPUT_CAP // 1024} KiB of a tool's output to omnigent,"
-            " agy itself saw all of it. Ask agy about the part you need, or have the command"
-            " write its output to a file and read that in parts.]"
-        )
-    elif event.truncated:
-        output += "\n[output truncated by agy]"
-    if event.exit_code is not None and event.exit_code != 0:
-        output += f"\n[exit code {event.exit_code}]"
-    return output

@@ -2,14 +2,16 @@
 
 The catalogue and the mapping from errors live in the host-agnostic
 :mod:`omnigent_agy.onboarding.failures`; this is the one function that needs omnigent. With a
-``code``, omnigent's web shows the ``title`` and the ``remediation`` on the error card (HOST.md).
+``code``, omnigent's web shows the ``title`` and the ``remediation`` on the error card
+(docs/host.md).
 """
 
 from __future__ import annotations
 
 from omnigent.inner.executor import ExecutorError, ExecutorUsage
 
-from omnigent_agy.onboarding.failures import Failure, failure_for
+from omnigent_agy.onboarding.explain import failure_for
+from omnigent_agy.onboarding.failures import Failure
 
 __all__ = ["executor_error_for", "to_executor_error"]
 

@@ -27,31 +27,30 @@ from omnigent.harness_capabilities import (
 from omnigent.harness_install_spec import HarnessInstallSpec
 from omnigent.harness_plugins import HarnessContribution
 
+from omnigent_agy import HARNESS_ID, HARNESS_LABEL
 from omnigent_agy.interactions.hooks import (
-    HARNESS_ID,
     HarnessRegistration,
     get_plugin_manager,
     harness_registrations,
 )
-from omnigent_agy.onboarding.config import (
+from omnigent_agy.onboarding.config import AgyConfig, AgyNotFoundError, load_config
+from omnigent_agy.onboarding.executable import (
     DEFAULT_EXECUTABLE,
-    ENV_PATH,
     INSTALL_HINT,
-    AgyConfig,
-    AgyNotFoundError,
-    load_config,
+    installer_bin,
     resolve_executable,
 )
 from omnigent_agy.rpc.errors import AgyError
 
+from .hostenv import forward_to_runners
+from .spawn_env import MODEL_ENV_KEY
+from .tool_rows import SHELL_TOOL
+
 CONTRIBUTION_NAME = "omnigent-agy"
 PACKAGE = "omnigent-agy"
-# Every import path must start with omnigent.community.harness. (HOST.md).
+# Every import path must start with omnigent.community.harness. (docs/host.md).
 APP_MODULE = "omnigent.community.harness.agy.app"
 SPAWN_ENV_BUILDER = "omnigent.community.harness.agy.spawn_env:build_spawn_env"
-# The conventional name: the process manager respawns a harness on a model change only
-# when the spawn env's HARNESS_<ID>_MODEL differs (runtime/harnesses/process_manager.py).
-MODEL_ENV_KEY = "HARNESS_AGY_CLI_MODEL"
 # Our own install key. omnigent's host reports a plugin harness ready when the install spec's
 # binary resolves (onboarding/harness_readiness.py: PATH and common install dirs only) and
 # refuses a session otherwise (HTTP 412 harness_not_configured). The core "gemini" spec names
@@ -79,7 +78,9 @@ DEFAULT_CAPABILITIES = HarnessCapabilities(
     streaming=True,
     steering=True,
     fork_history=ForkHistory.NONE,
-    shell_tool_name="run_command",
+    # The name agy's commands are shown under in the transcript (tool_rows), which the
+    # bench looks for; the prompt names the tool as agy knows it.
+    shell_tool_name=SHELL_TOOL,
     shell_tool_prompt="Use your run_command tool to run this exact command: echo omnigent-bench-ok",
     instruction_delivery=InstructionDelivery.FIRST_USER_PREFIX,
 )
@@ -90,32 +91,40 @@ class ContributionError(AgyError):
 
 
 def get_contribution() -> HarnessContribution:
-    """The harness contribution, or an empty one unless the enable flag is on."""
+    """The harness contribution, or an empty one unless the enable flag is on.
+
+    Enabled, it also passes the plugin's variables on to the runners this process spawns
+    (:func:`hostenv.forward_to_runners`): in ``omnigent host`` that makes the harness read
+    the settings the host's readiness was decided with."""
     config = load_config()
     if not config.enabled:
         return HarnessContribution(name=CONTRIBUTION_NAME)
+    forward_to_runners()
     return build_contribution(get_plugin_manager(), install=install_spec(config))
 
 
 def install_spec(config: AgyConfig, env: Mapping[str, str] | None = None) -> HarnessInstallSpec:
     """What omnigent checks before it starts the harness: the configured agy
-    (``OMNIGENT_AGY_CLI_PATH``, then ``harness.agy-cli.command``, then ``agy`` on PATH), and
-    what to install when it is missing.
+    (``OMNIGENT_AGY_CLI_PATH``, then ``harness.agy-cli.command``, then ``agy`` on PATH or in
+    ``~/.local/bin``), and what to install when it is missing.
 
     omnigent reads plugins once per process, so the host checks the agy its own environment
-    and config name, as the harness it spawns will.
+    and config name, as the harness it spawns will (the variables reach it: hostenv). The
+    binary is always an absolute path, the one the harness will run or the one it would have
+    looked at last: given a bare name, omnigent searches its own list of folders, and could
+    call ready an agy the harness never finds.
     """
     env = os.environ if env is None else env
     try:
         binary = str(resolve_executable(config, env))
-    except AgyNotFoundError:
-        # Named but missing: keep the name, so readiness fails and says what was looked for.
-        binary = env.get(ENV_PATH, "").strip() or config.command or DEFAULT_EXECUTABLE
+    except AgyNotFoundError as missing:
+        # Readiness fails on it and the host's refusal names it.
+        binary = str(missing.looked_last or installer_bin(env) / DEFAULT_EXECUTABLE)
     return HarnessInstallSpec(
-        display="Antigravity CLI",
+        display=HARNESS_LABEL,
         binary=binary,
         package=None,  # installed by agy's own installer, not a package manager
-        status_args=("models",),  # `agy models` exits 0 only when signed in (WIRE.md §1)
+        status_args=("models",),  # `agy models` exits 0 only when signed in (docs/wire.md §1)
         install_hint=INSTALL_HINT,
         auth_hint="run `agy` and complete the browser sign-in",
     )

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from omnigent_agy import HARNESS_ID
 from omnigent_agy.interactions.hooks import (
-    HARNESS_ID,
     CheckResult,
     OnboardingCheck,
     hookimpl,

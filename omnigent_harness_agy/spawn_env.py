@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .plugin import MODEL_ENV_KEY
-
+# Each read by the executor, set here. The conventional name: the process manager respawns a
+# harness on a model change only when the spawn env's HARNESS_<ID>_MODEL differs
+# (runtime/harnesses/process_manager.py).
+MODEL_ENV_KEY = "HARNESS_AGY_CLI_MODEL"
 # Read by the executor: the agent's default effort when a turn carries none, and the
 # session workspace (also the process cwd; explicit so a changed cwd cannot mislead).
 EFFORT_ENV_KEY = "HARNESS_AGY_CLI_REASONING_EFFORT"
