@@ -18,12 +18,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from omnigent_agy.simulator.certs import make_self_signed_cert
+from agy_sim.certs import make_self_signed_cert
 
 # Modules the programs import lazily, loaded while the files are still readable.
 _PRELOAD = (
-    "omnigent_agy.simulator.__main__",
-    "omnigent_agy.simulator.process",
+    "agy_sim.__main__",
+    "agy_sim.process",
     "encodings.idna",
     "encodings.ascii",
     "encodings.latin_1",
@@ -72,7 +72,7 @@ def main() -> int:
     if helper:
         sys.argv = [sys.argv[0], *args]
         return int(sys.modules[helper].main())
-    simulator = sys.modules["omnigent_agy.simulator.__main__"]
+    simulator = sys.modules["agy_sim.__main__"]
     return int(simulator.main(args))
 
 

@@ -4,7 +4,7 @@
         [--fake-conversation ID]... [--fake-no-log] [--fake-never-listen]
         [--fake-exit CODE] [--fake-starting-seconds S]
 
-Like agy (WIRE.md §1): logs ``Starting language server process with pid <pid>``, serves TLS
+Like agy (docs/wire.md §1): logs ``Starting language server process with pid <pid>``, serves TLS
 HTTP/2 connect on 127.0.0.1:N (plain HTTP on N+1) checking the CSRF token, and once ready
 logs ``Language server listening on random port at <N> for HTTPS (gRPC)``. Until
 ``--fake-starting-seconds`` have passed every call answers 503 "starting". Heartbeat
@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.simulator.connect_app import ConnectApp, ConnectHandlerError
-from omnigent_agy.simulator.server import TlsConnectServer
+from agy_sim.connect_app import ConnectApp, ConnectHandlerError
+from agy_sim.server import TlsConnectServer
 
 
 def _log(path: Path | None, line: str) -> None:

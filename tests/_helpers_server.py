@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from omnigent_agy.simulator.connect_app import ConnectApp, ConnectHandlerError
-from omnigent_agy.simulator.server import TlsConnectServer
+from agy_sim.connect_app import ConnectApp, ConnectHandlerError
+from agy_sim.server import TlsConnectServer
 
 TOKEN = "test-csrf-token-0123456789"
 
@@ -97,7 +97,7 @@ class FakeAgy:
 
     async def _metadata(self, request: dict[str, Any]) -> dict[str, Any]:
         if request.get("conversationId") != "known":
-            # What agy answers for an id it does not know (WIRE.md §3).
+            # What agy answers for an id it does not know (docs/wire.md §3).
             raise ConnectHandlerError("unknown", "trajectory not found", 500)
         return {"metadata": {"rootConversationId": "known"}}
 

@@ -19,7 +19,7 @@ import h2.connection
 import h2.errors
 import h2.events
 
-from omnigent_agy.simulator.certs import CertPaths, make_self_signed_cert
+from agy_sim.certs import CertPaths, make_self_signed_cert
 
 __all__ = ["RawCall", "RawH2Server"]
 

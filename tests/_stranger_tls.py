@@ -18,29 +18,29 @@ import socket
 import ssl
 import sys
 import threading
-import time
 from pathlib import Path
 
-from omnigent_agy.simulator.certs import make_self_signed_cert
+from waiting import wait_until
+
+from agy_sim.certs import make_self_signed_cert
 
 _IDLE = 2.0  # seconds without a byte before the stranger hangs up, as a server would
 
 
 def _bind(port: int) -> socket.socket:
-    deadline = time.monotonic() + 30
-    while True:
+    def bound() -> socket.socket | None:
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
             sock.close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.002)
-            continue
-        sock.listen(16)
+            return None
         return sock
+
+    sock = wait_until(bound, timeout=30, what=f"port {port} to be free", interval=0.002)
+    sock.listen(16)
+    return sock
 
 
 def _serve_one(

@@ -8,15 +8,18 @@ everything it started even when a test fails; nothing starts unless a test asks 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from gemini_home import PersonGemini, make_person_gemini
-from omnigent.community.harness.agy.stack import TEST_SIMULATOR, LocalStack, write_simulator
 from stack import Conversation, leftovers
+from waiting import wait_until
 
+from agy_sim.stack.homes import write_simulator
+from agy_sim.stack.local_stack import TEST_SIMULATOR, LocalStack
 from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -48,9 +51,21 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     # checks that stopping it finds and stops its tmux servers wherever they are.
     env = {**os.environ, "TMUX_TMPDIR": os.environ.get("TMUX_TMPDIR") or str(root / "tmux")}
     Path(env["TMUX_TMPDIR"]).mkdir(exist_ok=True)
-    with LocalStack(root / "stack", agy, base_env=env) as running:
+    # omnigent's model catalog as a host that downloaded it has it (fixtures/omnigent_catalog).
+    catalogs = {
+        path.stem: json.loads(path.read_text(encoding="utf-8"))
+        for path in sorted((FIXTURES / "omnigent_catalog").glob("*.json"))
+    }
+    with LocalStack(root / "stack", agy, base_env=env, model_catalog=catalogs) as running:
         yield running
-    left = leftovers(running)
+    # A conversation's deletion watcher (omnigent_agy/agy/retention.py) ends once its host is
+    # gone, at its next look: a loaded machine gets some seconds for that, not its 120 s watch.
+    left = wait_until(
+        lambda: leftovers(running),
+        timeout=30,
+        what="the stack's processes and sockets to go",
+        until=lambda found: not found,
+    )
     assert not left, f"the stack left these behind: {left}"
 
 
@@ -77,10 +92,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(autouse=True)
+def omnigent_data_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """omnigent's data folder (`~/.omnigent`) of the tests' own: the harness places its
+    deletion markers there (omnigent_harness_agy/deletion.py), never in the HOME of whoever
+    runs the tests."""
+    folder = tmp_path_factory.mktemp("omnigent-data")
+    monkeypatch.setenv("OMNIGENT_DATA_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture(autouse=True)
 def person_gemini(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> PersonGemini:
-    """The person's ~/.gemini every agy the plugin starts is seeded from (WIRE.md §1b): signed
+    """The person's ~/.gemini every agy the plugin starts is seeded from (docs/wire.md §1b): signed
     in and onboarded, so a test's agy is the person's agy unless the test says otherwise."""
     person = make_person_gemini(tmp_path_factory.mktemp("person") / ".gemini")
     monkeypatch.setenv(GEMINI_HOME_ENV, str(person.path))

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from simproc import LISTENING, end_process, wait_for
+from simproc import LISTENING, end_process
+from waiting import wait_until
 
 AS_USER = Path(__file__).resolve().parent / "_as_user.py"
 AGY_ALIAS = Path(sys.executable).with_name("agy")
@@ -56,7 +57,9 @@ class ForeignAgy:
 
     @property
     def port(self) -> int:
-        return int(wait_for(lambda: LISTENING.findall(self.log_text()), "its port")[-1])
+        return int(
+            wait_until(lambda: LISTENING.findall(self.log_text()), timeout=20, what="its port")[-1]
+        )
 
     def requests(self) -> list[str]:
         """The methods of every request that reached it (its fault log)."""
@@ -131,7 +134,11 @@ def foreign_agy(token: str, *args: str) -> Iterator[ForeignAgy]:
     )
     agy = ForeignAgy(proc, home, uid)
     try:
-        wait_for(lambda: proc.poll() is not None or LISTENING.search(agy.log_text()), "listening")
+        wait_until(
+            lambda: proc.poll() is not None or LISTENING.search(agy.log_text()),
+            timeout=20,
+            what="listening",
+        )
         assert proc.poll() is None, f"the other user's agy-sim exited: {agy.log_text()}"
         yield agy
     finally:

@@ -1,4 +1,4 @@
-"""A person's ``~/.gemini`` for the tests (WIRE.md §1b): signed in, onboarded, with whatever
+"""A person's ``~/.gemini`` for the tests (docs/wire.md §1b): signed in, onboarded, with whatever
 skills, MCP servers and settings a test asks for. Every secret in it is a fresh random
 value, so a test can grep for it."""
 
@@ -68,6 +68,6 @@ def make_person_gemini(
 def seeded_sim_gemini(path: Path, workspace: Path, **kwargs: Any) -> PersonGemini:
     """A gemini dir an agy-sim can be started with directly: signed in, survey off and
     ``workspace`` trusted (what the plugin's seeding produces)."""
-    settings = {"showFeedbackSurvey": False, "trustedWorkspaces": [str(workspace.resolve())]}
+    settings = {"showFeedbackSurvey": False, "trustedWorkspaces": [str(workspace)]}
     settings.update(kwargs.pop("settings", None) or {})
     return make_person_gemini(path, settings=settings, **kwargs)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from omnigent.community.harness.agy.app import create_app
-from omnigent.community.harness.agy.local import HarnessServer
 from simproc import harness_env
 
+from agy_sim.stack.harness_server import HarnessServer
 from omnigent_agy.agy.terminal import TerminalHost
 
 

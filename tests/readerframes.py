@@ -38,7 +38,7 @@ def planner(index: int, *, status: str, text: str) -> dict[str, Any]:
 
 
 def frame(index: int, step: dict[str, Any], total: int) -> dict[str, Any]:
-    """One sparse stream update re-sending `step` (WIRE.md §4)."""
+    """One sparse stream update re-sending `step` (docs/wire.md §4)."""
     return {
         "update": {
             "conversationId": CASCADE,

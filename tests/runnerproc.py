@@ -23,13 +23,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
-from omnigent.community.harness.agy.local import HarnessSurface
 from omnigent.community.harness.agy.plugin import APP_MODULE, HARNESS_ID
 from simproc import end_process
+from waiting import wait_until
+
+from agy_sim.stack.harness_server import HarnessSurface
 
 RUNNER = "omnigent.runtime.harnesses._runner"
 SPAWN_READY_SECONDS = 60.0
@@ -81,16 +82,13 @@ class HarnessProcess(HarnessSurface):
             self.process = subprocess.Popen(
                 argv, env=env, cwd=self.env["HARNESS_AGY_CLI_CWD"], stdout=out, stderr=out
             )
-        deadline = time.monotonic() + SPAWN_READY_SECONDS
-        while not self._accepts():
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the harness exited with {self.process.returncode} at start")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the harness did not listen within {SPAWN_READY_SECONDS} s")
-            time.sleep(0.05)
+        wait_until(self._accepts, timeout=SPAWN_READY_SECONDS, what="the harness to listen")
         return self
 
     def _accepts(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"the harness exited with {self.process.returncode} at start")
         if not self.socket.exists():
             return False
         with socket.socket(socket.AF_UNIX) as probe:

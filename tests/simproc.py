@@ -16,7 +16,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any
 import libtmux
 import psutil
 from gemini_home import make_person_gemini
+from waiting import wait_until
 
 from omnigent_agy.rpc.client import RpcClient
 
@@ -34,18 +34,6 @@ STARTING = re.compile(r"Starting language server process with pid (\d+)")
 LISTENING = re.compile(r"Language server listening on random port at (\d+) for HTTPS \(gRPC\)")
 TOKEN = "tmux-test-token-0123456789"
 FAST = ["--sim-startup-delay", "0.3", "--sim-token-delay", "0.005"]
-
-
-def wait_for[T](probe: Callable[[], T | None], what: str, timeout: float = 20.0) -> T:
-    """Poll ``probe`` until it returns something other than None/False."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value is not None and value is not False:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def harness_env(tmp_path: Path, socket_name: str) -> dict[str, str]:
@@ -61,6 +49,8 @@ def harness_env(tmp_path: Path, socket_name: str) -> dict[str, str]:
         "OMNIGENT_AGY_STATE_DIR": str(tmp_path / "state"),
         "OMNIGENT_AGY_TMUX_SOCKET": socket_name,
         "HARNESS_AGY_CLI_CWD": str(workspace),
+        # The operator trusts the test's own workspace; trust tests use another one.
+        "OMNIGENT_AGY_TRUSTED_WORKSPACES": str(workspace),
         "AGY_SIM_STARTUP_DELAY": "0.3",
         "AGY_SIM_TOKEN_DELAY": "0.005",
     }
@@ -87,7 +77,7 @@ def wait_exited(process: psutil.Process, timeout: float = 15.0) -> None:
         except psutil.NoSuchProcess:
             return True
 
-    wait_for(gone, f"process {process.pid} to exit", timeout)
+    wait_until(gone, timeout=timeout, what=f"process {process.pid} to exit")
 
 
 @dataclass
@@ -106,7 +96,9 @@ class Sim:
 
     @property
     def pid(self) -> int:
-        match = wait_for(lambda: STARTING.search(self.log_text()), "the pid line")
+        match = wait_until(
+            lambda: STARTING.search(self.log_text()), timeout=20, what="the pid line"
+        )
         return int(match.group(1))
 
     def ports_logged(self) -> list[int]:
@@ -115,14 +107,18 @@ class Sim:
     @property
     def port(self) -> int:
         """The TLS port of the latest listening line (discovery from the log file)."""
-        return wait_for(lambda: (self.ports_logged() or [None])[-1], "the listening line")
+        return wait_until(
+            lambda: (self.ports_logged() or [None])[-1], timeout=20, what="the listening line"
+        )
 
     def screen(self) -> str:
         return "\n".join(self.pane.capture_pane(start=-3000) or [])
 
     def wait_screen(self, text: str, timeout: float = 20.0) -> str:
-        return wait_for(
-            lambda: text in self.screen() and self.screen(), f"{text!r} on screen", timeout
+        return wait_until(
+            lambda: text in self.screen() and self.screen(),
+            timeout=timeout,
+            what=f"{text!r} on screen",
         )
 
     def type(self, line: str, *, enter: bool = True) -> None:
@@ -174,18 +170,28 @@ class SimLauncher:
         token: str | None = TOKEN,
         wait_ready: bool = True,
         signed_in: bool = True,
-        trusted: bool = True,
+        trusted: bool | list[str] = True,
+        workspace: Path | None = None,
         **gemini: Any,
     ) -> Sim:
+        """`workspace`: the folder agy-sim starts in, as spelled (PWD names it, as agy's
+        launcher sets it); a new folder of its own by default. `trusted`: the workspace's
+        spelling in trustedWorkspaces (True), nothing (False), or these entries."""
         home = self.root / f"sim{len(self.sims)}"
-        workspace, gemini_dir = home / "workspace", home / "gemini"
-        workspace.mkdir(parents=True)
-        (workspace / "README.md").write_text("# a project\n")
-        # As the plugin seeds it (WIRE.md §1b): signed in, the workspace trusted, and the
-        # survey off (it swallows typed input, WIRE.md §1).
+        gemini_dir = home / "gemini"
+        # Private, as the plugin's state folder is: tools that read agy's log (omnigent's own
+        # agy client) trust a log only in a folder nobody else can write.
+        home.mkdir(mode=0o700, parents=True)
+        if workspace is None:
+            workspace = home / "workspace"
+            workspace.mkdir()
+            (workspace / "README.md").write_text("# a project\n")
+        # As the plugin seeds it (docs/wire.md §1b): signed in, the workspace trusted, and the
+        # survey off (it swallows typed input, docs/wire.md §1).
         settings: dict[str, Any] = {} if survey else {"showFeedbackSurvey": False}
         if trusted:
-            settings["trustedWorkspaces"] = [str(workspace.resolve())]
+            listed = [str(workspace)] if trusted is True else trusted
+            settings["trustedWorkspaces"] = listed
         make_person_gemini(
             gemini_dir, signed_in=signed_in, onboarded=signed_in, settings=settings, **gemini
         )
@@ -206,7 +212,7 @@ class SimLauncher:
             session_name=f"sim{len(self.sims)}",
             window_command=shlex.join(argv),
             start_directory=str(workspace),
-            environment=env or {},
+            environment={"PWD": str(workspace), **(env or {})},
             x=220,
             y=60,
         )
@@ -242,6 +248,6 @@ def sim_launcher(root: Path, prefix: str = "agy-sim-test") -> Iterator[SimLaunch
 
 
 async def plan_model(client: RpcClient) -> str:
-    """The enum of the catalog's default model (what a turn must name, WIRE.md §3)."""
+    """The enum of the catalog's default model (what a turn must name, docs/wire.md §3)."""
     response = (await client.get_available_models())["response"]
     return str(response["models"][response["defaultAgentModelId"]]["model"])

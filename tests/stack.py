@@ -11,36 +11,26 @@ steps) for checks the API cannot show, such as the plan model a turn reached agy
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Self
 
 import psutil
-from omnigent.community.harness.agy.rest import EventStream, Json, OmnigentClient, choose
-from omnigent.community.harness.agy.stack import HostHome, LocalStack, agent_name
+from waiting import wait_until
 
+from agy_sim.stack.homes import HostHome
+from agy_sim.stack.local_stack import LocalStack, agent_name
+from agy_sim.stack.processes import socket_candidates
+from agy_sim.stack.rest import EventStream, Json, OmnigentClient, choose
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.rpc.client import RpcClient
 
 # How a turn ends on the session's stream; Stop shows as `session.interrupted` (omnigent sends
 # no response.cancelled for it).
 TURN_ENDS = ("response.completed", "response.cancelled", "response.failed", "session.interrupted")
-AGENT = agent_name()  # the shipped agent's (omnigent_harness_agy/agent/config.yaml)
-
-
-def wait_until[T](probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
-    """`probe()` once it returns something other than None (polled, with a deadline)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found is not None:
-            return found
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.1)
 
 
 class Conversation:
@@ -52,15 +42,18 @@ class Conversation:
         host: HostHome | None = None,
         *,
         wait_ready: bool = True,
+        workspace: Path | None = None,
         **create: Any,
     ) -> None:
-        """A new session on `host` (the main one by default), once the host reports the
-        harness ready unless `wait_ready` is false; `create` goes into ``POST /v1/sessions``."""
+        """A new session on `host` (the main one by default) in `workspace` (the stack's, which
+        its operator trusts, by default), once the host reports the harness ready unless
+        `wait_ready` is false; `create` goes into ``POST /v1/sessions``."""
         self.stack = stack
         self.host = host or stack.main
         self.client: OmnigentClient = stack.client
+        self.workspace = workspace or stack.workspace
         host_id = stack.wait_ready(self.host) if wait_ready else str(self.host.host_id)
-        self.id = self.client.create_session(AGENT, host_id, str(stack.workspace), **create)
+        self.id = self.client.create_session(agent_name(), host_id, str(self.workspace), **create)
         self.events: EventStream = self.client.stream(self.id)
 
     def __enter__(self) -> Self:
@@ -110,7 +103,7 @@ class Conversation:
             state = self.state()
             return state if state["status"] == "idle" else None
 
-        return wait_until(settled, f"session {self.id} to be idle", timeout)
+        return wait_until(settled, timeout=timeout, what=f"session {self.id} to be idle")
 
     def seen(self, kind: str) -> list[Json]:
         """The events of `kind` read so far."""
@@ -182,7 +175,8 @@ def plan_model(step: Json) -> str:
 
 def leftovers(stack: LocalStack) -> list[str]:
     """What a stopped stack left: processes naming its folder or a tmux socket of its hosts,
-    and those sockets, looked for where ``TMUX_TMPDIR`` puts them and at tmux's default."""
+    and those sockets, looked for where each host's ``TMUX_TMPDIR`` puts them and at tmux's
+    default."""
     markers = [str(stack.root), *(host.tmux_socket for host in stack.hosts)]
     found = []
     for proc in psutil.process_iter(["pid", "cmdline", "status"]):
@@ -190,15 +184,66 @@ def leftovers(stack: LocalStack) -> list[str]:
         alive = proc.info.get("status") != psutil.STATUS_ZOMBIE
         if alive and proc.pid != os.getpid() and any(m in cmdline for m in markers):
             found.append(f"process {proc.pid}: {cmdline[:120]}")
-    tmpdirs = {stack.base_env.get("TMUX_TMPDIR") or "/tmp", "/tmp"}
-    for tmpdir in sorted(tmpdirs):
-        for host in stack.hosts:
-            socket = Path(tmpdir) / f"tmux-{os.getuid()}" / host.tmux_socket
-            if socket.exists():
-                found.append(f"tmux socket {socket}")
+    # Each host's own TMUX_TMPDIR: the host passes it to its harness processes (hostenv), so
+    # a host with one of its own keeps its agys' tmux sockets there, not where this test
+    # process's variable says.
+    found.extend(
+        f"tmux socket {socket}"
+        for host in stack.hosts
+        for socket in socket_candidates(host.tmux_socket, host.env)
+        if socket.exists()
+    )
     return found
 
 
 def logs(stack: LocalStack) -> list[Path]:
     """The stack's log files, for a failure message."""
     return sorted(stack.root.rglob("*.log"))
+
+
+# -- hosts of their own ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def extra_host(
+    stack: LocalStack,
+    name: str,
+    *,
+    prepare: Callable[[HostHome], None],
+    enable: bool = True,
+) -> Iterator[HostHome]:
+    """A host of its own with neither agy on PATH nor `command` in its config; `prepare` names
+    agy (or enables the plugin) its own way before `omnigent host` starts."""
+    host = stack.home_for(name, agy_on_path=False)
+    config = host.config_file.read_text(encoding="utf-8")
+    host.config_file.write_text(
+        "".join(line for line in config.splitlines(keepends=True) if "command:" not in line),
+        encoding="utf-8",
+    )
+    prepare(host)
+    stack.hosts.append(host)
+    if enable:
+        stack.run(host, ["omnigent-agy", "enable"])
+    try:
+        # Inside: a host that did not come online in time is stopped too, or it would come
+        # online later and pass for the next test's host.
+        stack.start_host(host)
+        yield host
+    finally:
+        stack.stop_host(host)
+
+
+def a_turn_works(stack: LocalStack, host: HostHome) -> str:
+    """The host reports agy-cli ready, and a turn on it reaches agy and completes with the
+    session's model: what omnigent's runner builds for the harness (the plugin's spawn-env
+    builder, the `/model` override over it) reached the harness process too. The session's
+    id."""
+    with Conversation(stack, host=host, model_override="gemini-3-1-pro-high") as conversation:
+        end = conversation.say(f"hello from host {host.name}")
+        assert end["type"] == "response.completed", end.get("response", {}).get("error", end)
+        assert "Hello from the agy simulator" in conversation.assistant_texts()[-1]
+        models = agy_call(host, conversation.id, "GetAvailableModels", {})["response"]["models"]
+        by_name = {m["displayName"]: m["model"] for m in models.values()}
+        reached = plan_model(user_inputs(host, conversation.id)[-1])
+        assert reached == by_name["Gemini 3.1 Pro (High)"], "the /model override was lost"
+        return conversation.id

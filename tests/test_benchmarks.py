@@ -21,15 +21,25 @@ def test_the_runner_knows_every_script() -> None:
     assert [name for name in SCRIPTS if f'"{name}"' not in runner] == []
 
 
+# These start omnigent's real server and host on loopback (agy_sim.stack.LocalStack): e2e.
+ON_THE_STACK = {"bench_scale.py", "bench_faults.py"}
+
+
 @pytest.mark.tmux
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(name, marks=[pytest.mark.e2e] if name in ON_THE_STACK else [])
+        for name in SCRIPTS
+    ],
+)
 def test_a_benchmark_runs_quick(script: str) -> None:
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), "--quick"],
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=880 if script in ON_THE_STACK else 280,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]

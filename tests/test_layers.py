@@ -2,9 +2,11 @@
 
 The table is the architecture (docs/architecture.md). A module's layer is its sub-package
 (``omnigent_agy.reading.mapper`` → ``reading``); the top-level ``omnigent_agy/__init__.py``
-holds only constants and is open to all. Every import counts, also the lazy ones inside
-functions and those under ``TYPE_CHECKING``: a layer that needs a higher one only for a type
-is still tied to it.
+holds only constants and is open to all. The tooling distribution built from ``agy-sim/`` is
+two layers of its own: ``simulator`` (``agy_sim``) and ``stack`` (``agy_sim.stack``); no layer
+of the plugin may import either. Every import counts, also the lazy ones inside functions and
+those under ``TYPE_CHECKING``: a layer that needs a higher one only for a type is still tied
+to it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from conftest import REPO_ROOT
 
 CORE = REPO_ROOT / "omnigent_agy"
 ADAPTER = REPO_ROOT / "omnigent_harness_agy"
+SIMULATOR = REPO_ROOT / "agy-sim" / "agy_sim"
+STACK = SIMULATOR / "stack"
 
 # layer → the layers it may import (besides itself and the package root's constants).
 ALLOWED: dict[str, frozenset[str]] = {
@@ -29,11 +33,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     # omnigent's tools over MCP: the harness's socket and the MCP server agy starts.
     "relay": frozenset({"rpc", "agy"}),
     "session": frozenset({"rpc", "agy", "reading", "interactions", "onboarding", "relay"}),
-    "cli": frozenset({"rpc", "agy", "reading", "interactions", "onboarding", "relay", "session"}),
-    # The fake agy shares only the wire codec and the error tree with the plugin: a
-    # simulator built from the client's own code would agree with the client's mistakes.
-    "simulator": frozenset({"rpc"}),
-    # The omnigent adapter sits on top; the demo may start the simulator.
+    # `omnigent-agy probe`: agy started as the plugin starts it, read as the plugin reads it.
+    "probe": frozenset({"rpc", "agy", "reading", "interactions", "onboarding"}),
+    "cli": frozenset(
+        {"rpc", "agy", "reading", "interactions", "onboarding", "relay", "session", "probe"}
+    ),
+    # The omnigent adapter sits on top.
     "adapter": frozenset(
         {
             "rpc",
@@ -43,11 +48,18 @@ ALLOWED: dict[str, frozenset[str]] = {
             "onboarding",
             "relay",
             "session",
+            "probe",
             "cli",
-            "simulator",
         }
     ),
+    # The tooling (agy-sim/), which no layer of the plugin imports, and which imports none of
+    # it. The fake agy has its own wire codec and errors: a simulator built from the client's
+    # own code would agree with the client's mistakes. omnigent's stack on loopback and the
+    # demo run agy-sim, omnigent and omnigent-agy as commands, as a person does.
+    "simulator": frozenset(),
+    "stack": frozenset(),
 }
+TOOLING = frozenset({"simulator", "stack"})
 # Only the adapter may import omnigent: everything under omnigent_agy is host-agnostic.
 MAY_IMPORT_OMNIGENT = frozenset({"adapter"})
 
@@ -56,11 +68,16 @@ MAY_IMPORT_OMNIGENT = frozenset({"adapter"})
 class Import:
     module: str  # the imported module, absolute
     line: int
+    names: tuple[str, ...] = ()  # what `from module import ...` takes (modules among them)
 
 
 def layer_of_path(path: Path) -> str:
     if path.is_relative_to(ADAPTER):
         return "adapter"
+    if path.is_relative_to(STACK):
+        return "stack"
+    if path.is_relative_to(SIMULATOR):
+        return "simulator"
     rel = path.relative_to(CORE)
     if len(rel.parts) == 1:
         return "cli" if rel.stem == "cli" else "root"
@@ -72,6 +89,8 @@ def layer_of_module(module: str) -> str | None:
     parts = module.split(".")
     if module.startswith("omnigent.community.harness.agy"):
         return "adapter"
+    if parts[0] == "agy_sim":
+        return "stack" if parts[1:2] == ["stack"] else "simulator"
     if parts[0] != "omnigent_agy":
         return None
     if len(parts) == 1:
@@ -100,7 +119,8 @@ def imports_of(path: Path, package: str) -> list[Import]:
                     Import(f"omnigent_agy.{alias.name}", node.lineno) for alias in node.names
                 )
             else:
-                found.append(Import(module, node.lineno))
+                names = tuple(alias.name for alias in node.names)
+                found.append(Import(module, node.lineno, names))
     return found
 
 
@@ -108,6 +128,8 @@ def package_of(path: Path) -> str:
     if path.is_relative_to(ADAPTER):
         rel = path.relative_to(ADAPTER).with_suffix("")
         parts = ["omnigent", "community", "harness", "agy", *rel.parts]
+    elif path.is_relative_to(SIMULATOR):
+        parts = list(path.relative_to(SIMULATOR.parent).with_suffix("").parts)
     else:
         rel = path.relative_to(REPO_ROOT).with_suffix("")
         parts = list(rel.parts)
@@ -116,7 +138,7 @@ def package_of(path: Path) -> str:
 
 
 def modules() -> list[Path]:
-    return sorted([*CORE.rglob("*.py"), *ADAPTER.rglob("*.py")])
+    return sorted([*CORE.rglob("*.py"), *ADAPTER.rglob("*.py"), *SIMULATOR.rglob("*.py")])
 
 
 def violations(path: Path) -> list[str]:
@@ -144,13 +166,74 @@ def test_module_imports_only_lower_layers(path: Path) -> None:
     assert violations(path) == []
 
 
+def module_of(path: Path) -> str:
+    package = package_of(path)
+    return package if path.name == "__init__.py" else f"{package}.{path.stem}"
+
+
+def import_circles(paths: list[Path]) -> list[list[str]]:
+    """Every circle of imports among the modules at `paths` (lazy and type-only ones count)."""
+    graph: dict[str, set[str]] = {module_of(path): set() for path in paths}
+    for path in paths:
+        for imp in imports_of(path, package_of(path)):
+            targets = [imp.module, *(f"{imp.module}.{name}" for name in imp.names)]
+            graph[module_of(path)].update(t for t in targets if t in graph)
+    circles: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(module: str, trail: list[str]) -> None:
+        if module in trail:
+            circles.append([*trail[trail.index(module) :], module])
+            return
+        if module in done:
+            return
+        for target in sorted(graph[module] - {module}):
+            visit(target, [*trail, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    return circles
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    # Modules in a circle can be neither read nor loaded apart; agy-sim had two
+    # (__main__ <-> process through SimOptions, engine <-> handlers), the plugin one
+    # (interactions.hooks <-> hookspecs, type-only, cut by hooktypes).
+    tooling = [path for path in modules() if path.is_relative_to(SIMULATOR)]
+    plugin = [path for path in modules() if not path.is_relative_to(SIMULATOR.parent)]
+    for paths in (tooling, plugin):
+        assert [" -> ".join(circle) for circle in import_circles(paths)] == []
+
+
+def test_the_circle_check_finds_a_type_only_circle(tmp_path: Path) -> None:
+    fake_simulator = tmp_path / "agy-sim" / "agy_sim"
+    fake_simulator.mkdir(parents=True)
+    (fake_simulator / "__init__.py").write_text("")
+    (fake_simulator / "engine.py").write_text("from agy_sim import handlers\n")
+    (fake_simulator / "handlers.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .engine import Engine\n"
+    )
+    paths = sorted(fake_simulator.glob("*.py"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(f"{__name__}.SIMULATOR", fake_simulator)
+        patch.setattr(f"{__name__}.REPO_ROOT", tmp_path)
+        assert import_circles(paths) == [["agy_sim.engine", "agy_sim.handlers", "agy_sim.engine"]]
+
+
 def test_every_layer_is_a_documented_package() -> None:
     folders = {p.name for p in CORE.iterdir() if (p / "__init__.py").is_file()}
-    assert folders == set(ALLOWED) - {"cli", "adapter"}
-    for name in folders:
-        doc = ast.get_docstring(ast.parse((CORE / name / "__init__.py").read_text()))
-        assert doc, f"omnigent_agy/{name}/__init__.py needs a docstring saying what it owns"
-        assert "May import" in doc, f"omnigent_agy/{name}/__init__.py: say what it may import"
+    assert folders == set(ALLOWED) - {"adapter"} - TOOLING
+    packages = [CORE / name for name in folders] + [SIMULATOR, STACK]
+    for package in packages:
+        where = package.relative_to(REPO_ROOT) / "__init__.py"
+        doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text()))
+        assert doc, f"{where} needs a docstring saying what it owns"
+        assert "May import" in doc, f"{where}: say what it may import"
+
+
+def test_no_layer_of_the_plugin_may_import_the_tooling() -> None:
+    assert all(TOOLING.isdisjoint(ALLOWED[layer]) for layer in set(ALLOWED) - TOOLING)
 
 
 @pytest.mark.parametrize(
@@ -160,7 +243,15 @@ def test_every_layer_is_a_documented_package() -> None:
         ("reading/mapper.py", "from omnigent_agy.rpc import errors\n", False),
         ("rpc/wire.py", "from omnigent_agy import reading\n", True),
         ("rpc/wire.py", "import omnigent.inner.executor\n", True),
-        ("simulator/server.py", "from omnigent_agy.reading.steps import Question\n", True),
+        ("agy_sim/server.py", "from omnigent_agy.reading.steps import Question\n", True),
+        ("agy_sim/server.py", "from omnigent_agy.rpc.wire import encode_envelope\n", True),
+        ("agy_sim/server.py", "from agy_sim.envelopes import encode_envelope\n", False),
+        ("agy_sim/stack/local_stack.py", "from omnigent_agy.cli import agent_folder_path\n", True),
+        ("agy_sim/stack/demo.py", "from .rest import choose\n", False),
+        ("agy_sim/stack/demo.py", "from agy_sim.scenarios import choose\n", True),
+        ("agy_sim/stack/demo.py", "from ..scenarios import choose\n", True),
+        ("session/turns.py", "from agy_sim.stack import rest\n", True),
+        ("cli/demo.py", "import agy_sim\n", True),
         ("interactions/gates.py", "from ..reading import steps\n", False),
         ("interactions/gates.py", "from ..session import turns\n", True),
     ],
@@ -170,9 +261,13 @@ def test_the_check_catches_an_upward_import(
 ) -> None:
     # A copy of the tree with one import added: the check must name it.
     fake_core = tmp_path / "omnigent_agy"
-    target = fake_core / source
+    fake_simulator = tmp_path / "agy-sim" / "agy_sim"
+    root = fake_simulator.parent if source.startswith("agy_sim/") else fake_core
+    target = root / source
     target.parent.mkdir(parents=True)
     target.write_text(module)
     monkeypatch.setattr(f"{__name__}.CORE", fake_core)
+    monkeypatch.setattr(f"{__name__}.SIMULATOR", fake_simulator)
+    monkeypatch.setattr(f"{__name__}.STACK", fake_simulator / "stack")
     monkeypatch.setattr(f"{__name__}.REPO_ROOT", tmp_path)
     assert bool(violations(target)) is expected

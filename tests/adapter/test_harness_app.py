@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -21,10 +22,12 @@ from typing import Any
 import psutil
 import pytest
 from harnessproc import runner_env
+from list_price import list_price, model_names
 from omnigent.community.harness.agy.app import create_app
-from omnigent.community.harness.agy.local import HarnessServer, Turn
-from simproc import AGY_SIM, wait_for
+from simproc import AGY_SIM
+from waiting import wait_until
 
+from agy_sim.stack.harness_server import HarnessServer, Turn
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.rpc.client import RpcClient
@@ -86,21 +89,36 @@ def test_a_turn_streams_deltas_and_ends_with_usage(
     usage = completed["response"].get("usage") or {}
     assert usage.get("output_tokens", 0) > 0
     assert usage.get("input_tokens", 0) > 0
-    # How full the context window is (the last model call's prompt) and which model it was.
-    assert (
-        0
-        < usage.get("context_tokens", 0)
-        <= usage["input_tokens"] + usage.get("cache_read_input_tokens", 0)
-    )
-    assert usage.get("model")
     calls = [
         s["metadata"]["modelUsage"]
         for s in steps_of(agy_env, harness.conversation_id)
         if "modelUsage" in s.get("metadata", {})
     ]
-    prompts = [int(c.get("inputTokens", 0)) + int(c.get("cacheReadTokens", 0)) for c in calls]
-    assert usage["context_tokens"] == max(prompts)
     assert usage["input_tokens"] == sum(int(c.get("inputTokens", 0)) for c in calls)
+    # How full the context window is: agy's own estimate (docs/wire.md §9), not the prompt of
+    # a model call (agy-sim makes the two differ).
+    record = agy_record(agy_env, harness.conversation_id)
+    metadata = agy_call(
+        agy_env,
+        harness.conversation_id,
+        "GetCascadeTrajectoryGeneratorMetadata",
+        {"cascadeId": record.cascade_id},
+    )
+    estimates = [
+        int(entry["chatModel"]["chatStartMetadata"]["contextWindowMetadata"]["estimatedTokensUsed"])
+        for entry in metadata["generatorMetadata"]
+        if "chatStartMetadata" in entry["chatModel"]
+    ]
+    prompts = [int(c.get("inputTokens", 0)) + int(c.get("cacheReadTokens", 0)) for c in calls]
+    assert usage["context_tokens"] == max(estimates) != max(prompts)
+    # The model by the id omnigent's model catalog knows it by, and the turn priced at the
+    # list price of each call's own model: Gemini 3 Pro's answer and, on a first turn, agy's
+    # CHECKPOINT summary on Gemini 3 Flash (USD per million: input, output, cache read).
+    assert usage["model"] == "gemini-3-pro-preview"
+    names = model_names(agy_call(agy_env, harness.conversation_id, "GetAvailableModels", {}))
+    expected = list_price(calls, names)
+    assert len({c["model"] for c in calls}) == 2, "a first turn has agy's CHECKPOINT call too"
+    assert usage["cost_usd"] == pytest.approx(expected)
 
 
 def test_tool_calls_and_their_output_appear_as_items(
@@ -146,9 +164,11 @@ def test_a_question_round_trips(harness: HarnessServer, agy_env: dict[str, str])
     card = turn.until("response.elicitation_request")
     params = card["params"]
     schema = (params.get("requestedSchema") or {}).get("properties", {}).get("answer", {})
-    first_label = (
-        schema.get("enum") or [params["ask_user_question"]["questions"][0]["options"][0]["label"]]
-    )[0]
+    # The first button the web shows: it leaves out the empty value, the terminal REPL's.
+    buttons = [choice for choice in schema.get("enum") or [] if choice]
+    first_label = (buttons or [params["ask_user_question"]["questions"][0]["options"][0]["label"]])[
+        0
+    ]
     harness.press(card, first_label)
     turn.until("response.completed")
     asked = [
@@ -177,7 +197,7 @@ def test_interrupt_yields_cancelled_and_agy_stops(
             == "CASCADE_RUN_STATUS_IDLE"
         )
 
-    wait_for(idle, "agy's cascade to stop")
+    wait_until(idle, timeout=20, what="agy's cascade to stop")
     planner = [
         s
         for s in steps_of(agy_env, harness.conversation_id)
@@ -203,12 +223,13 @@ def test_interrupt_during_a_pending_approval_denies_it(
         for s in steps_of(agy_env, harness.conversation_id)
         if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"
     ]
-    wait_for(
+    wait_until(
         lambda: (
             steps_of(agy_env, harness.conversation_id)[len(commands) and -1]["status"]
             != "CORTEX_STEP_STATUS_WAITING"
         ),
-        "the gate to be answered",
+        timeout=20,
+        what="the gate to be answered",
     )
 
 
@@ -291,7 +312,7 @@ def test_a_message_sent_during_a_turn_steers_it(
             for s in user_inputs(agy_env, harness.conversation_id)
         )
 
-    wait_for(steered, "the steering message to reach agy")
+    wait_until(steered, timeout=20, what="the steering message to reach agy")
     turn.until("response.completed", timeout=120)
 
 
@@ -326,6 +347,18 @@ def test_unknown_model_is_a_coded_error_listing_names(harness: HarnessServer) ->
     error = failed["response"]["error"]
     assert error["code"] == "agy_model_unknown"
     assert "gemini" in json.dumps(error).lower()
+
+
+def test_a_model_error_that_ends_the_turn_is_a_coded_error(harness: HarnessServer) -> None:
+    # agy ends the turn on an ERROR_MESSAGE step; the failure comes from the catalogue.
+    failed = harness.turn("simulate a model error").until("response.failed")
+    error = failed["response"]["error"]
+    assert error["code"] == "agy_model_error", error
+    assert error["title"] == "agy's model call failed"
+    assert "omnigent-agy doctor" in error["remediation"]
+    assert "retryable error from model provider" in error["message"]
+    # The conversation goes on: the next turn runs on the same agy.
+    harness.turn("hello again").until("response.completed")
 
 
 def test_port_never_opened_is_a_coded_error(
@@ -448,7 +481,11 @@ def test_the_conversation_is_the_one_agys_own_tui_shows(
     terminal = agy_terminal(agy_env, harness.conversation_id)
     # A person attached to agy's tmux session sees this very conversation (no "{id}" prefix,
     # which agy-sim puts on conversations its TUI does not own).
-    wait_for(lambda: "> hello from the web" in "\n".join(terminal.capture()), "the TUI to show it")
+    wait_until(
+        lambda: "> hello from the web" in "\n".join(terminal.capture()),
+        timeout=20,
+        what="the TUI to show it",
+    )
     assert "} > hello from the web" not in "\n".join(terminal.capture())
 
 
@@ -459,13 +496,42 @@ def test_clear_typed_in_agys_tui_moves_the_conversation(
     before = agy_record(agy_env, harness.conversation_id).cascade_id
     terminal = agy_terminal(agy_env, harness.conversation_id)
     terminal.send_text("/clear")
-    wait_for(lambda: "[cleared]" in "\n".join(terminal.capture()), "agy's TUI to clear")
+    wait_until(
+        lambda: "[cleared]" in "\n".join(terminal.capture()), timeout=20, what="agy's TUI to clear"
+    )
     # The very next turn goes to the new conversation, without waiting for the stream to stall.
     harness.turn("after the clear").until("response.completed")
     after = agy_record(agy_env, harness.conversation_id).cascade_id
     assert after != before
     texts = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, harness.conversation_id)]
     assert texts == ["after the clear"]
+
+
+def test_a_model_switched_in_agys_own_screen_holds_until_omnigents_choice_changes(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    models = {m["displayName"]: m["model"] for m in agy_call_models(agy_env, harness)}
+    first = plan_model_of(user_inputs(agy_env, harness.conversation_id)[-1])
+    assert first == models["Gemini 3 Pro (High)"]  # agy's default: the agent names none
+    terminal = agy_terminal(agy_env, harness.conversation_id)
+    terminal.send_text("/model gemini-3-1-pro-low")  # as typed in the web's Terminal view
+    wait_until(
+        lambda: "[model] Gemini 3.1 Pro (Low)" in "\n".join(terminal.capture()),
+        timeout=20,
+        what="agy's TUI to switch",
+    )
+    for text in ("on the model agy was switched to", "and the next turn too"):
+        harness.turn(text).until("response.completed")
+        last = user_inputs(agy_env, harness.conversation_id)[-1]
+        assert plan_model_of(last) == models["Gemini 3.1 Pro (Low)"], text
+    # omnigent's /model changes: omnigent's choice applies again, and stays.
+    harness.turn("omnigent's choice now", model_override="gemini-3-flash").until(
+        "response.completed"
+    )
+    assert (
+        plan_model_of(user_inputs(agy_env, harness.conversation_id)[-1])
+        == (models["Gemini 3 Flash"])
+    )
 
 
 def test_a_card_open_when_the_harness_restarted_is_asked_again(agy_env: dict[str, str]) -> None:
@@ -491,7 +557,7 @@ def test_a_card_answered_after_agys_gate_timed_out_is_one_call(
     harness: HarnessServer, agy_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While the card waits, agy's gate times out and agy asks again at a higher step index
-    (WIRE.md §6): the transcript still shows the one command, run once, with its output."""
+    (docs/wire.md §6): the transcript still shows the one command, run once, with its output."""
     monkeypatch.setenv("AGY_SIM_WAITING_TIMEOUT", "1.0")  # 3 retries: 4 s before agy gives up
     turn = harness.turn("run: echo once")
     card = turn.until("response.elicitation_request")
@@ -501,11 +567,68 @@ def test_a_card_answered_after_agys_gate_timed_out_is_one_call(
         commands = [s for s in steps if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"]
         return any(s["status"] == "CORTEX_STEP_STATUS_ERROR" for s in commands)
 
-    wait_for(retried, "agy to time the first gate out and ask again", timeout=10)
+    wait_until(retried, timeout=10, what="agy to time the first gate out and ask again")
     harness.press(card, "allow once")
     turn.until("response.completed")
     # A call's item is sent when it starts and again when it completes: one call id.
-    calls = {c["call_id"] for c in turn.items("function_call") if c["name"] == "run_command"}
+    calls = {c["call_id"] for c in turn.items("function_call") if c["name"] == "sys_os_shell"}
     assert len(calls) == 1, turn.items("function_call")
     outputs = turn.items("function_call_output")
     assert [(o["call_id"], o["output"]) for o in outputs] == [(*calls, "once\n")]
+
+
+# -- quota (docs/wire.md §9) ------------------------------------------------------------------
+
+OMNIGENT_AGY = Path(sys.executable).with_name("omnigent-agy")
+RESETS = re.compile(
+    r"It resets at \d\d:\d\d UTC on \w{3} \d{1,2} \w{3} \(in 2 h (?:9|10) min\)\. "
+    r"Pick a model of another group with `/model`, or wait"
+)
+# "17:00 (in 2 h 10 min)", local time; the day too should the reset fall on another day.
+LOCAL_RESET = r"(?:\w{3} \d{1,2} \w{3} )?\d\d:\d\d \(in 2 h (?:9|10) min\)"
+
+
+def _cli(env: dict[str, str], *args: str) -> str:
+    ran = subprocess.run(
+        [str(OMNIGENT_AGY), *args],
+        env={**os.environ, **env, "PYTHONIOENCODING": "utf-8"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode in (0, 1), ran.stderr
+    return ran.stdout
+
+
+def test_a_turn_refused_for_quota_says_when_it_resets(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    """A turn refused for quota ends with a coded failure that says when it resets; `omnigent-agy
+    ps` and `doctor` show the plan and each group's quota of the running agy."""
+    harness.turn("hello").until("response.completed")
+    ps = _cli(agy_env, "ps")
+    assert "account (asked the agy of conv_" in ps
+    assert "  plan: Pro\n" in ps
+    assert re.search(rf"  Gemini: 5 h: 62% left, resets {LOCAL_RESET}; weekly: 90% left", ps), ps
+    assert "sim.person@example.com" not in ps  # the account is never shown
+
+    failed = harness.turn("Please use up my quota.").until("response.failed")
+    error = failed["response"]["error"]
+    assert error["code"] == "agy_quota_exhausted", error
+    assert error["title"] == "agy's quota for this model is used up"
+    assert RESETS.match(error["remediation"]), error["remediation"]
+    assert error["message"].startswith(
+        "agy's model call was refused: the quota of Gemini is used up (You have exhausted"
+    )
+
+    ps = _cli(agy_env, "ps")
+    assert re.search(rf"  Gemini: 5 h: used up, resets {LOCAL_RESET}", ps), ps
+    doctor = _cli(agy_env, "doctor")
+    assert re.search(
+        r"! agy quota +plan: Pro; quota used up for Gemini; asked the agy of conv_", doctor
+    ), doctor
+    assert re.search(rf"\n +Gemini: 5 h: used up, resets {LOCAL_RESET}; weekly: 90% left", doctor)
+    assert re.search(rf"-> Turns on these models fail: Gemini until {LOCAL_RESET}\.", doctor)
+    # The conversation goes on, on a model of the other group.
+    harness.turn("hello again", model_override="Claude Sonnet 4.5").until("response.completed")

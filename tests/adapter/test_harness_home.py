@@ -1,6 +1,6 @@
 """A real agy's home through the real harness app: the private gemini dir seeded from the
-person's ~/.gemini (WIRE.md §1b), their MCP servers per agent, and omnigent's tools relayed
-to agy over MCP. agy-sim runs as agy (it reads the same files, simulator/gemini.py)."""
+person's ~/.gemini (docs/wire.md §1b), their MCP servers per agent, and omnigent's tools relayed
+to agy over MCP. agy-sim runs as agy (it reads the same files, agy_sim/gemini.py)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from harnessproc import harness_server, runner_env
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from omnigent.community.harness.agy.app import create_app
-from omnigent.community.harness.agy.local import HarnessServer, Turn
-from simproc import wait_for
+from waiting import wait_until
 
+from agy_sim.stack.harness_server import HarnessServer, Turn
 from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
-from omnigent_agy.agy.launcher import session_name
+from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
 
@@ -82,10 +82,10 @@ def agy_screen(env: dict[str, str], harness: HarnessServer) -> str:
 
 def mcp_listed(env: dict[str, str], harness: HarnessServer) -> str:
     """agy's screen once it has listed its MCP servers (it starts them beside its start-up)."""
-    return wait_for(
+    return wait_until(
         lambda: (screen := agy_screen(env, harness)).count("[mcp] ") >= 2 and screen,
-        "agy to list its MCP servers",
-        60,
+        timeout=60,
+        what="agy to list its MCP servers",
     )
 
 
@@ -104,7 +104,7 @@ def test_a_fresh_conversation_is_the_persons_signed_in_trusted_agy(
     completed(turn)
     assert "You said: hello" in turn.text()  # signed in: the turn was not refused
     screen = mcp_listed(agy_env, harness)
-    assert "Do you trust this project?" not in screen
+    assert "Do you trust the contents of this project?" not in screen
     assert "[skills] review" in screen
     assert "[mcp] echo: 1 tools (shout)" in screen
     assert "[mcp] loud: 1 tools (shout)" in screen
@@ -219,13 +219,17 @@ def test_a_respawned_harness_refreshes_a_renewed_sign_in(
     with HarnessServer(create_app(), conversation) as first:
         completed(first.turn("hello"))
     state = SessionStateDir.open(conversation, base=Path(agy_env["OMNIGENT_AGY_STATE_DIR"]))
-    pid = state.read_record().pid  # type: ignore[union-attr]
+    before = state.read_record()
+    assert before is not None
     renewed = {"token": {"access_token": "ya29.renewed", "refresh_token": "1//renewed"}}
     (person.path / "antigravity-cli" / "antigravity-oauth-token").write_text(json.dumps(renewed))
     with HarnessServer(create_app(), conversation) as second:  # the runner respawned it
         completed(second.turn("hello again"))
     record = state.read_record()
     assert record is not None
-    assert record.pid == pid  # the same agy, re-attached
+    # agy keeps the sign-in it started with: a renewed sign-in restarts it, on the same
+    # conversation (the rule of agy/gemini_home's sign-in refresh).
+    assert record.pid != before.pid
+    assert record.cascade_id == before.cascade_id
     seeded = state.gemini_dir / "antigravity-cli" / "antigravity-oauth-token"
     assert json.loads(seeded.read_text()) == renewed

@@ -18,9 +18,10 @@ from typing import Any
 import psutil
 import pytest
 from omnigent.community.harness.agy.app import create_app
-from omnigent.community.harness.agy.local import HarnessServer
-from simproc import harness_env, wait_for
+from simproc import harness_env
+from waiting import wait_until
 
+from agy_sim.stack.harness_server import HarnessServer
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.rpc.client import RpcClient
@@ -73,10 +74,10 @@ def test_an_idle_agy_is_stopped_by_the_harness_and_resumed_with_its_history(
         assert before.stopped_at is None
 
         # Nobody uses it: this harness process's own periodic sweep stops it.
-        stopped = wait_for(
+        stopped = wait_until(
             lambda: (r := record_of(short_lived_env, conversation)) and r.stopped_at and r,
-            "the harness's sweep to stop the idle agy",
             timeout=30,
+            what="the harness's sweep to stop the idle agy",
         )
         assert stopped.stopped_reason is not None
         assert stopped.stopped_reason.startswith("idle ")

@@ -15,7 +15,10 @@ from types import SimpleNamespace
 import omnigent.community.harness.agy.plugin as plugin
 import omnigent.community.harness.agy.readiness as readiness
 import pytest
+import yaml
+from hookplugins import register as register_checked
 from omnigent import harness_plugins
+from omnigent.community.harness.agy.hostenv import PASSTHROUGH_ENV
 from omnigent.community.harness.agy.spawn_env import build_spawn_env
 from omnigent.harness_capabilities import HarnessCapabilities, Resume
 from omnigent.onboarding.harness_install import required_cli_for_harness
@@ -24,9 +27,12 @@ from omnigent.util.reasoning_effort import efforts_for_harness
 
 from omnigent_agy.interactions import hooks
 from omnigent_agy.interactions.hooks import HarnessRegistration, hookimpl
+from omnigent_agy.onboarding.agent import DATA_HOME_ENV
 from omnigent_agy.onboarding.checks import Status
-from omnigent_agy.onboarding.config import ENV_ENABLED, INSTALL_HINT, set_enabled
+from omnigent_agy.onboarding.config import ENV_ENABLED
+from omnigent_agy.onboarding.config_file import set_enabled
 from omnigent_agy.onboarding.doctor import plugin_checks
+from omnigent_agy.onboarding.executable import INSTALL_HINT
 
 AGENT_FOLDER = Path(plugin.__file__).with_name("agent")
 
@@ -37,6 +43,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("HOME", str(tmp_path))
     for name in (ENV_ENABLED, "OMNIGENT_AGY_CLI_PATH", "OMNIGENT_CONFIG_HOME"):
         monkeypatch.delenv(name, raising=False)
+    # Loading the plugin enabled edits the passthrough list (hostenv): undone after the test.
+    monkeypatch.setenv(PASSTHROUGH_ENV, "")
+    monkeypatch.delenv(PASSTHROUGH_ENV)
     harness_plugins.reset_plugin_state_for_tests()
     hooks.reset_plugin_manager_for_tests()
     yield tmp_path
@@ -118,7 +127,7 @@ def register_plugin(
     registered: list[object] = []
 
     def register(extension: object) -> None:
-        manager.register(extension)
+        register_checked(manager, extension)
         registered.append(extension)
 
     yield register
@@ -181,7 +190,7 @@ def test_bench_prompt_carries_the_placeholder_the_bench_swaps() -> None:
     prompt = plugin.DEFAULT_CAPABILITIES.shell_tool_prompt
     assert prompt is not None
     assert "omnigent-bench-ok" in prompt
-    assert plugin.DEFAULT_CAPABILITIES.shell_tool_name == "run_command"
+    assert plugin.DEFAULT_CAPABILITIES.shell_tool_name == "sys_os_shell"
 
 
 # --- spawn env -----------------------------------------------------------------------
@@ -223,11 +232,21 @@ LOAD_AGENT = textwrap.dedent(
     from omnigent.spec import load
     spec = load(Path(sys.argv[1]))
     builder = load_object(spawn_env_builders()["agy-cli"])
+    terminals = {
+        name: {
+            "command": t.command,
+            "args": t.args,
+            "start_on_attach": t.tmux_start_on_attach,
+            "sandbox": t.os_env.sandbox.type,
+        }
+        for name, t in (spec.terminals or {}).items()
+    }
     print(json.dumps({
         "harness": spec.executor.config["harness"],
         "description": spec.description,
         "alias": canonicalize_harness("antigravity-cli"),
         "env": builder(spec, cwd=Path("/ws"), workdir=None),
+        "terminals": terminals,
     }))
     """
 )
@@ -284,6 +303,48 @@ def test_shipped_agent_loads_when_enabled(home: Path) -> None:
         "HARNESS_AGY_CLI_AGENT_NAME": "Antigravity-CLI",
         "HARNESS_AGY_CLI_CWD": "/ws",
     }
+    # agy's own screen in the Terminal view: one terminal, so "New shell" opens it in one
+    # click; not named `antigravity`, whose `main` id the web takes for a native harness's
+    # own terminal and hides from the tabs; outside omnigent's sandbox, which would keep
+    # the pane from agy's tmux server.
+    assert loaded["terminals"] == {
+        "agy": {
+            "command": "omnigent-agy",
+            "args": ["attach"],
+            "start_on_attach": True,
+            "sandbox": "none",
+        }
+    }
+
+
+def test_the_registered_agent_runs_this_installs_attach_by_its_absolute_path(
+    home: Path,
+) -> None:
+    """`omnigent-agy agent-path` writes the folder to register: the host's PATH need not
+    name the folder the plugin was installed in."""
+    listed = subprocess.run(
+        [str(Path(sys.executable).with_name("omnigent-agy")), "agent-path"],
+        env={**os.environ, "HOME": str(home), DATA_HOME_ENV: str(home / "data")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    folder = Path(listed.stdout.strip())
+    assert folder == home / "data" / "omnigent-agy" / "agent"
+    result = _load_agent(home, folder, "1")
+    assert result.returncode == 0, result.stderr
+    terminal = json.loads(result.stdout.strip().splitlines()[-1])["terminals"]["agy"]
+    command = Path(terminal["command"])
+    assert command.is_absolute()
+    assert os.access(command, os.X_OK)
+    assert command == Path(sys.executable).with_name("omnigent-agy")
+    assert terminal["args"] == ["attach"]
+    assert terminal["start_on_attach"] is True
+    shipped = yaml.safe_load((AGENT_FOLDER / "config.yaml").read_text())
+    rendered = yaml.safe_load((folder / "config.yaml").read_text())
+    rendered["terminals"]["agy"]["command"] = "omnigent-agy"
+    assert rendered == shipped, "nothing else differs from the shipped agent"
 
 
 def test_shipped_agent_is_refused_when_disabled(home: Path) -> None:
@@ -345,8 +406,29 @@ def test_a_missing_agy_is_not_ready_and_says_what_to_install(
     assert not ready(monkeypatch, home)
     cli = required_cli_for_harness("agy-cli")
     assert cli is not None
-    assert cli.binary == (named or "agy")
+    # Always absolute: where the harness would have looked last (issue 18).
+    assert cli.binary == (named or str(home / ".local" / "bin" / "agy"))
     assert cli.install_hint == INSTALL_HINT
+
+
+def test_readiness_finds_agy_where_its_installer_puts_it(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """~/.local/bin, off the host's PATH: omnigent calls it ready, and the harness runs it."""
+    agy = fake_agy(home / ".local" / "bin")
+    assert ready(monkeypatch, home)
+    cli = required_cli_for_harness("agy-cli")
+    assert cli is not None
+    assert cli.binary == str(agy)
+
+
+def test_an_agy_only_omnigent_would_find_is_not_ready(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """omnigent searches more folders for a bare name (here ~/.npm-global/bin) than the
+    harness searches for agy: readiness follows the harness, which would not find it."""
+    fake_agy(home / ".npm-global" / "bin")
+    assert not ready(monkeypatch, home)
 
 
 def test_the_doctor_reports_omnigents_own_readiness(

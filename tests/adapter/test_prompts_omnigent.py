@@ -15,13 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from omnigent.community.harness.agy.prompts import (
-    ALLOW_ONCE,
-    DENY,
-    WRITE_IN,
-    OmnigentPrompts,
-    conversation_label,
-)
+from omnigent.community.harness.agy.cards import ALLOW_ONCE, DENY, WRITE_IN, conversation_label
+from omnigent.community.harness.agy.prompts import SHELL_TOOL, OmnigentPrompts, tool_call_data
+from omnigent.policies.builtins._shell import SHELL_TOOLS
 from omnigent.runtime.harnesses._executor_adapter import ExecutorAdapter
 from omnigent.runtime.harnesses._scaffold import PolicyVerdictPayload
 from omnigent.server.routes._antigravity_elicitation import (
@@ -97,15 +93,22 @@ def picked(label: str | None) -> ElicitationResult:
 def card_text(params: ElicitationRequestParams) -> tuple[str, str, list[str]]:
     """(title, body, buttons) as omnigent's web approval card renders a choice card: the
     title "Choose an option · <policy_name>", the message, one button per `answer` value
-    (read in the web bundle's approval card; `content_preview` is not shown on it)."""
+    (read in the web bundle's approval card, which shows only non-empty strings;
+    `content_preview` is not shown on it)."""
     schema = params.requestedSchema or {}
     properties = schema.get("properties", {})
     assert list(properties) == ["answer"], "not a choice card"
     return (
         f"Choose an option · {params.policy_name}",
         params.message,
-        list(properties["answer"]["enum"]),
+        [value for value in properties["answer"]["enum"] if isinstance(value, str) and value],
     )
+
+
+def is_web_form(params: ElicitationRequestParams) -> bool:
+    """The web renders `ask_user_question` when present, whatever `requestedSchema` says (the
+    terminal REPL's fields), so such params are never a choice card."""
+    return bool(params.model_dump().get("ask_user_question"))
 
 
 COMMAND = PermissionRequest(
@@ -126,7 +129,8 @@ def test_a_permission_is_evaluated_as_a_tool_call() -> None:
         (
             "PHASE_TOOL_CALL",
             {
-                "name": "run_command",
+                # As omnigent's own shell tool: its shell policies gate it (decisions §14).
+                "name": "sys_os_shell",
                 "arguments": {
                     "command": "git push --force",
                     "cwd": "/work/project",
@@ -135,6 +139,13 @@ def test_a_permission_is_evaluated_as_a_tool_call() -> None:
             },
         )
     ]
+
+
+def test_a_command_is_the_shell_tool_omnigents_shell_policies_gate() -> None:
+    # Every built-in shell policy of omnigent's (github, working_dir, …) gates these names
+    # and reads `command`: agy's command meets them (docs/decisions.md §14).
+    assert SHELL_TOOL in SHELL_TOOLS
+    assert tool_call_data(COMMAND)["arguments"]["command"] == "git push --force"
 
 
 @pytest.mark.parametrize(
@@ -328,7 +339,7 @@ def test_the_write_in_button_asks_the_question_again_with_only_a_text_field() ->
     _, form = host.elicited
     # The web's ask_user_question form: a question with no options renders its title and the
     # "Type something" field only (read in the web bundle).
-    assert form.requestedSchema is None
+    assert is_web_form(form)
     assert form.model_dump()["ask_user_question"]["questions"] == [
         {"id": "Which color?", "question": "Which color?", "options": [], "multiSelect": False}
     ]
@@ -362,7 +373,7 @@ def test_an_option_named_like_the_write_in_button_uses_the_form() -> None:
     got = run(host.prompts().ask_questions(QuestionForm("c", (odd,))))
     assert got == QuestionAnswers((QuestionAnswer(selected=("1",)),))
     [params] = host.elicited
-    assert params.requestedSchema is None
+    assert is_web_form(params)
 
 
 def test_a_choice_card_closed_is_a_dismissal_and_a_refusal_is_shown_as_a_note() -> None:
@@ -377,7 +388,7 @@ def test_duplicate_option_texts_use_the_form_instead_of_buttons() -> None:
     host = Host(result=ElicitationResult(action="accept", content={"Pick": "Same"}))
     run(host.prompts().ask_questions(QuestionForm("c", (twins,))))
     [params] = host.elicited
-    assert params.requestedSchema is None
+    assert is_web_form(params)
     assert params.model_dump()["ask_user_question"]["questions"][0]["question"] == "Pick"
 
 
@@ -396,7 +407,23 @@ def test_several_questions_go_to_the_ask_user_question_form() -> None:
     assert dumped["policy_name"] == "Antigravity CLI"  # the receipt's "Submitted · <this>"
     assert dumped["phase"].startswith("agy_")  # the web's header "Antigravity needs your input"
     assert dumped["mode"] == "form"
-    assert dumped["requestedSchema"] is None
+    # For the terminal REPL, which does not read ask_user_question: a text field per question.
+    assert dumped["requestedSchema"] == {
+        "type": "object",
+        "properties": {
+            "1. Which color?": {
+                "type": "string",
+                "description": "1 = Red · 2 = Blue — one number, or your own words",
+            },
+            "2. Which checks?": {
+                "type": "string",
+                "description": (
+                    "1 = Lint · 2 = Types · 3 = Tests — numbers, e.g. 1,3, or your own words"
+                ),
+            },
+        },
+        "required": ["1. Which color?", "2. Which checks?"],
+    }
     assert dumped["ask_user_question"] == {
         "questions": [
             {
@@ -533,9 +560,13 @@ def test_unusable_content_becomes_an_answer_the_bridge_refuses(
     assert "valid options: 1 (Red), 2 (Blue)" in found
 
 
-@pytest.mark.parametrize("action", ["decline", "cancel"])
-def test_a_declined_or_cancelled_form_is_a_dismissal(action: str) -> None:
-    host = Host(result=ElicitationResult.model_validate({"action": action}))
+def test_a_declined_form_skips_the_questions_and_a_cancelled_one_is_a_dismissal() -> None:
+    # A decline is an answer (docs/decisions.md §1), though omnigent's runner stops the turn
+    # on any decline before the harness hears it (docs/in-omnigent.md, "The terminal REPL").
+    host = Host(result=ElicitationResult(action="decline"))
+    skipped = QuestionAnswers((QuestionAnswer(skipped=True), QuestionAnswer(skipped=True)))
+    assert run(host.prompts().ask_questions(SURVEY)) == skipped
+    host = Host(result=ElicitationResult(action="cancel"))
     assert run(host.prompts().ask_questions(SURVEY)) is None
 
 

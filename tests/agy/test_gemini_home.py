@@ -1,4 +1,4 @@
-"""Seeding agy's private gemini dir from the person's ~/.gemini (WIRE.md §1b)."""
+"""Seeding agy's private gemini dir from the person's ~/.gemini (docs/wire.md §1b)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from gemini_home import make_person_gemini
 
 from omnigent_agy.agy.gemini_home import (
     GeminiSeed,
-    McpSelection,
-    SeedError,
     seed_gemini_dir,
+    sync_sign_in,
 )
+from omnigent_agy.agy.gemini_source import SeedError
+from omnigent_agy.agy.mcp_selection import McpSelection
 
 SERVERS = {
     "github": {"command": "gh-mcp", "args": ["serve"], "env": {"GITHUB_TOKEN": "ghp_secret"}},
@@ -43,7 +44,7 @@ def seeded(tmp_path: Path, workspace: Path, **kwargs: Any) -> tuple[Path, Gemini
         mcp_servers=SERVERS,
         rules="Always answer in English.\n",
     )
-    seed = GeminiSeed(source=person.path, workspace=workspace, **kwargs)
+    seed = GeminiSeed(source=person.path, trusted_workspace=workspace, **kwargs)
     target = tmp_path / "state" / "gemini"
     seed_gemini_dir(target, seed, fresh=True)
     return target, seed
@@ -66,7 +67,7 @@ def test_the_seeded_folder_is_the_persons_agy(tmp_path: Path, workspace: Path) -
     assert settings["gcp"] == {"project": "p1", "location": "us-central1"}  # turns need it
     assert settings["theme"] == "dark"
     assert settings["showFeedbackSurvey"] is False
-    assert settings["trustedWorkspaces"] == [str(workspace.resolve())]
+    assert settings["trustedWorkspaces"] == [str(workspace)]
     assert "modelProvider" not in settings
     skills = target / "skills"
     assert skills.is_symlink()
@@ -215,3 +216,34 @@ def test_seeding_logs_no_secret(
     for secret in (*person.secrets, "ghp_secret"):
         assert secret not in caplog.text
     assert os.fspath(person.path) in caplog.text  # it does say where it seeded from
+
+
+TOKEN = Path("antigravity-cli/antigravity-oauth-token")
+
+
+def test_a_sign_in_renewed_or_revoked_by_the_person_reaches_the_copy(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """No copy of the person's sign-in outlives theirs: another sign-in is copied, a signed-out
+    person's copy removed; agy renewing its own access token is no change (agy keeps it)."""
+    target, seed = seeded(tmp_path, workspace)
+    assert sync_sign_in(target, seed.source) is False, "nothing changed since the seed"
+
+    own = read(target / TOKEN)
+    own["token"]["access_token"] = "renewed by agy itself"
+    (target / TOKEN).write_text(json.dumps(own))
+    assert sync_sign_in(target, seed.source) is False
+    assert read(target / TOKEN)["token"]["access_token"] == "renewed by agy itself"
+
+    again = {"token": {"access_token": "a3", "refresh_token": "signed in again"}}
+    (seed.source / TOKEN).write_text(json.dumps(again))
+    assert sync_sign_in(target, seed.source) is True
+    assert read(target / TOKEN) == again
+    assert stat.S_IMODE((target / TOKEN).stat().st_mode) == 0o600
+
+    (seed.source / TOKEN).unlink()
+    (seed.source / "google_accounts.json").unlink()
+    assert sync_sign_in(target, seed.source) is True
+    assert not (target / TOKEN).exists(), "signed out there, signed out here"
+    assert not (target / "google_accounts.json").exists()
+    assert sync_sign_in(target, seed.source) is False

@@ -18,20 +18,20 @@ from pathlib import Path
 
 import psutil
 import pytest
+from waiting import wait_until
 
 from omnigent_agy.agy.launcher import (
     AgyLaunchSpec,
-    AgyProcess,
-    LaunchError,
     build_argv,
     ensure_agy,
     launch_agy,
     reattach,
-    session_name,
     write_agy_settings,
 )
-from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
+from omnigent_agy.agy.process import AgyProcess, LaunchError, session_name
+from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, StateDirError
 from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.agy.workspace import prepare_workspace
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.discovery import AgyExitedError, PortNeverOpenedError
 from omnigent_agy.rpc.listeners import is_port_owned_by
@@ -72,6 +72,26 @@ def test_argv_carries_agy_flags(tmp_path: Path) -> None:
         "--mode",
         "plan",
     ]
+
+
+def test_gemini_dir_and_log_are_absolute_whatever_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative state folder must not reach agy's command line: agy ignores a relative
+    --gemini_dir and falls back to the person's ~/.gemini (docs/wire.md §9). A relative
+    OMNIGENT_AGY_STATE_DIR is refused (another folder in the host than in the harness, issue
+    18); a relative base given in code is made absolute."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OMNIGENT_AGY_STATE_DIR", "state")
+    with pytest.raises(StateDirError, match="relative path"):
+        SessionStateDir.open("c")
+    state = SessionStateDir.open("c", base=Path("state"))
+    spec = AgyLaunchSpec(command=("agy",), workspace=tmp_path, state_dir=state)
+    argv = build_argv(spec, csrf_token="t0k")
+    gemini_dir = Path(argv[argv.index("--gemini_dir") + 1])
+    log_file = Path(argv[argv.index("--log-file") + 1])
+    assert gemini_dir == tmp_path / "state" / "c" / "gemini"
+    assert log_file == tmp_path / "state" / "c" / "agy.log"
 
 
 def test_settings_turn_the_survey_off_and_keep_the_rest(tmp_path: Path) -> None:
@@ -115,13 +135,6 @@ async def _heartbeat(agy: AgyProcess) -> str | None:
         return client.http_version
 
 
-def _wait_until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {predicate}"
-        time.sleep(0.02)
-
-
 @pytest.mark.tmux
 def test_launch_waits_until_ready_and_records_it(
     tmux_host: TerminalHost, tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -146,7 +159,11 @@ def test_launch_waits_until_ready_and_records_it(
     assert record.tmux_session == "agy-conv-1"
     assert stat.S_IMODE(spec.state_dir.record_file.stat().st_mode) == 0o600
     # agy saw its settings (survey off) and its flags.
-    _wait_until(lambda: "survey=False" in "\n".join(agy.terminal.capture()))
+    wait_until(
+        lambda: "survey=False" in "\n".join(agy.terminal.capture()),
+        timeout=10,
+        what="agy-sim's screen to show survey=False",
+    )
     screen = "\n".join(agy.terminal.capture())
     assert "model=m1" in screen
     assert agy.csrf_token not in screen
@@ -189,6 +206,12 @@ def test_reattach_from_a_fresh_harness(tmux_host: TerminalHost, tmp_path: Path) 
     assert (found.pid, found.port, found.csrf_token) == (agy.pid, agy.port, agy.csrf_token)
     assert found.cascade_id == "cascade-1"
     assert _run(lambda: _heartbeat(found)) == "HTTP/2"
+    # The pin it checked agy's port with goes to the session, once (docs/performance.md).
+    assert agy.take_pin() is not None
+    assert agy.take_pin() is None
+    pin = found.take_pin()
+    assert pin is not None
+    assert (pin.port, bool(pin.certificate)) == (found.port, True)
 
 
 @pytest.mark.tmux
@@ -385,3 +408,106 @@ def test_an_agy_that_refuses_the_conversation_flag_starts_on_a_new_one(
         assert "--conversation" not in " ".join(psutil.Process(agy.pid).cmdline())
     finally:
         _run(agy.stop)
+
+
+# -- started from inside an agy --------------------------------------------------------------
+
+OUTER_AGY = {
+    "ANTIGRAVITY_CSRF_TOKEN": "outer-agy-token-Zq3xP8LwR2vTk9mNcY4bH7",
+    "ANTIGRAVITY_LS_ADDRESS": "127.0.0.1:40123",
+    "ANTIGRAVITY_AGENT": "1",
+    "ANTIGRAVITY_CONVERSATION_ID": "0b1c2d3e-outer",
+    "ANTIGRAVITY_TRAJECTORY_ID": "4f5a6b7c-outer",
+    "ANTIGRAVITY_SOURCE_METADATA": "{}",
+}
+
+
+def _stop_server(host: TerminalHost) -> None:
+    """Every session of a test's own tmux server, then the server."""
+    for name in host.names():
+        terminal = host.find(name)
+        if terminal is not None:
+            terminal.stop(timeout=2)
+    host.kill_server()
+
+
+@pytest.mark.tmux
+def test_agy_gets_the_harness_environment_of_now_not_the_tmux_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tmux server keeps the environment of the harness process that started it (an
+    earlier one, maybe of another configuration), and outlives it. An agy started later must
+    run with the starting harness's environment, what its readiness and pre-flight were
+    decided with (issue 18): a key the host's owner removed, or a setting changed since,
+    must not come back from the server's."""
+    monkeypatch.setenv("GEMINI_API_KEY", "key-the-owner-removed-since")
+    monkeypatch.setenv("OMNIGENT_AGY_TEST_SETTING", "before")
+    host = TerminalHost(socket_name=f"omnigent-agy-test-{uuid.uuid4().hex[:10]}")
+    try:
+        # The first agy starts the tmux server with these in its environment.
+        first: AgyProcess = _run(lambda: launch_agy(host, _spec(tmp_path), conversation_id="a"))
+        assert psutil.Process(first.pid).environ()["GEMINI_API_KEY"].startswith("key-the")
+        monkeypatch.delenv("GEMINI_API_KEY")
+        monkeypatch.setenv("OMNIGENT_AGY_TEST_SETTING", "after")
+        state = SessionStateDir.open("b", base=tmp_path / "state")
+        second: AgyProcess = _run(
+            lambda: launch_agy(host, _spec(tmp_path, state_dir=state), conversation_id="b")
+        )
+        environ = psutil.Process(second.pid).environ()
+        assert "GEMINI_API_KEY" not in environ
+        assert environ["OMNIGENT_AGY_TEST_SETTING"] == "after"
+        assert environ["PATH"] == os.environ["PATH"]
+        assert environ.get("TMUX_PANE", "").startswith("%"), "tmux's own variables stay"
+        _run(first.stop)
+        _run(second.stop)
+    finally:
+        _stop_server(host)
+
+
+@pytest.mark.tmux
+def test_an_agy_started_from_inside_an_agy_gets_none_of_its_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """omnigent run from an agy's terminal (docs/wire.md §9): the harness, and the tmux server
+    it starts, have the outer agy's variables; the agy we start must not see them."""
+    for name, value in OUTER_AGY.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("OMNIGENT_AGY_TEST_KEPT", "yes")
+    host = TerminalHost(socket_name=f"omnigent-agy-test-{uuid.uuid4().hex[:10]}")
+    try:
+        # The tmux server starts here, with the outer variables in its environment.
+        agy: AgyProcess = _run(
+            lambda: launch_agy(host, _spec(tmp_path), conversation_id=CONVERSATION)
+        )
+        environ = psutil.Process(agy.pid).environ()
+        assert not {name for name in environ if name.startswith("ANTIGRAVITY_")}
+        assert environ["OMNIGENT_AGY_TEST_KEPT"] == "yes"  # the rest is passed on
+        _run(agy.stop)
+    finally:
+        _stop_server(host)
+
+
+@pytest.mark.tmux
+def test_agy_starts_in_the_link_of_a_hidden_workspace_and_the_link_goes_with_it(
+    tmux_host: TerminalHost, tmp_path: Path
+) -> None:
+    """agy tests the spelling of its workspace (docs/wire.md §9): it runs in the dot-free link,
+    with PWD naming the link (its real cwd is the person's folder); the record keeps the
+    person's path, and stopping agy removes the link."""
+    hidden = tmp_path / "repo" / ".worktrees" / "feature"
+    hidden.mkdir(parents=True)
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    state = SessionStateDir.open(CONVERSATION, base=tmp_path / "state")
+    where = prepare_workspace(hidden, state.key, state.path, {"XDG_RUNTIME_DIR": str(runtime)})
+    spec = _spec(tmp_path, workspace=hidden, cwd=where.agy)
+    agy: AgyProcess = _run(lambda: launch_agy(tmux_host, spec, conversation_id=CONVERSATION))
+    process = psutil.Process(agy.pid)
+    assert process.environ()["PWD"] == str(where.agy)
+    assert Path(process.cwd()) == hidden
+    record = state.read_record()
+    assert record is not None
+    assert record.workspace == str(hidden)
+    _run(agy.stop)
+    assert not where.agy.is_symlink()
+    assert hidden.is_dir()

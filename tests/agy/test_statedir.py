@@ -78,6 +78,27 @@ def test_default_base_follows_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     assert default_state_base() == tmp_path / "override"
 
 
+def test_a_relative_state_dir_variable_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A relative OMNIGENT_AGY_STATE_DIR is another folder in `omnigent host` than in the
+    harness process (started in the session's workspace): refused, saying what to set (issue
+    18). An explicit base is made absolute: agy ignores a relative --gemini_dir (wire.md §9)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(STATE_DIR_ENV, "relative-state")
+    with pytest.raises(StateDirError, match="relative path") as refused:
+        default_state_base()
+    assert "absolute path" in refused.value.remediation
+    assert not (tmp_path / "relative-state").exists()
+    monkeypatch.setenv(STATE_DIR_ENV, "~/state")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_state_base() == tmp_path / "home" / "state"
+    given = SessionStateDir.open("d", base=Path("given"))
+    assert given.path == tmp_path / "given" / "d"
+    assert given.gemini_dir.is_absolute()
+    assert given.log_file.is_absolute()
+
+
 def test_open_creates_private_dirs(tmp_path: Path) -> None:
     base = tmp_path / "deep" / "base"
     state = SessionStateDir.open("conv-1", base=base)

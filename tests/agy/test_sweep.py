@@ -21,52 +21,19 @@ from pathlib import Path
 
 import psutil
 import pytest
-from gemini_home import seeded_sim_gemini
-from simproc import AGY_SIM, FAST, wait_exited, wait_for
+from kept import Agys
+from simproc import wait_exited
+from waiting import wait_until
 
+from agy_sim.catalog import DEFAULT_MODEL_ENUM
 from omnigent_agy.agy.keep import KeepPolicy, TurnLease, read_activity
-from omnigent_agy.agy.launcher import AgyLaunchSpec, AgyProcess, launch_agy
-from omnigent_agy.agy.statedir import SessionStateDir
-from omnigent_agy.agy.sweep import AgyStatus, acquire_sweeper, survey, sweep
-from omnigent_agy.agy.terminal import TerminalHost
-from omnigent_agy.simulator.catalog import DEFAULT_MODEL_ENUM
+from omnigent_agy.agy.process import AgyProcess
+from omnigent_agy.agy.sweep import acquire_sweeper, survey, sweep
+from omnigent_agy.agy.watchers import TERMINAL_SESSION_ENV, Watcher, watchers
 
 pytestmark = pytest.mark.tmux
 
 NO_LIMITS = KeepPolicy(idle_stop_after=None, max_kept=None)
-
-
-class Agys:
-    """Launches agy-sim for conversations under one state base and tmux socket."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.base = tmp_path / "state"
-        self.tmp = tmp_path
-        self.terminals = TerminalHost(socket_name=f"agy-sweep-{uuid.uuid4().hex[:10]}")
-
-    def launch(self, conversation: str, *flags: str, workspace: Path | None = None) -> AgyProcess:
-        if workspace is None:
-            workspace = self.tmp / f"ws-{conversation}"
-            workspace.mkdir()
-        state = SessionStateDir.open(conversation, base=self.base)
-        seeded_sim_gemini(state.gemini_dir, workspace)  # as a session seeds it (WIRE.md §1b)
-        spec = AgyLaunchSpec(
-            command=(str(AGY_SIM), *FAST, *flags),
-            workspace=workspace,
-            state_dir=state,
-            ready_timeout=30.0,
-        )
-
-        async def go() -> AgyProcess:
-            agy = await launch_agy(self.terminals, spec, conversation_id=conversation)
-            async with agy.client() as client:
-                agy.bind_cascade(await client.start_cascade())
-            return agy
-
-        return asyncio.run(go())
-
-    def status(self, policy: KeepPolicy, key: str) -> AgyStatus | None:
-        return next((s for s in survey(policy, self.base) if s.running.key == key), None)
 
 
 @pytest.fixture
@@ -122,7 +89,11 @@ def test_an_idle_agy_is_stopped_after_its_limit(agys: Agys) -> None:
     assert sweep(policy, agys.base) == []
     assert agy.terminal.is_alive()
 
-    wait_for(lambda: (s := agys.status(policy, "idle")) and s.stop_reason, "the idle limit")
+    wait_until(
+        lambda: (s := agys.status(policy, "idle")) and s.stop_reason,
+        timeout=20,
+        what="the idle limit",
+    )
     stopped = sweep(policy, agys.base)
     assert [s.running.key for s in stopped] == ["idle"]
     assert_stopped(agy, r"^idle \S+ \(limit 5s\)$")
@@ -132,12 +103,13 @@ def test_an_idle_agy_is_stopped_after_its_limit(agys: Agys) -> None:
 def test_a_waiting_card_keeps_agy_past_its_limit(agys: Agys) -> None:
     agy = agys.launch("card")
     send(agy, "run: pytest -q")
-    wait_for(lambda: summary(agy).get("waitingSteps"), "the permission card")
+    wait_until(lambda: summary(agy).get("waitingSteps"), timeout=20, what="the permission card")
     policy = KeepPolicy(idle_stop_after=1.0, max_kept=None)
     # Long enough past the limit that only the card can keep it.
-    status = wait_for(
+    status = wait_until(
         lambda: (s := agys.status(policy, "card")) and s.idle is not None and s.idle > 1.5 and s,
-        "idleness past the limit",
+        timeout=20,
+        what="idleness past the limit",
     )
     assert status.kept_because == "a card is waiting for an answer"
     assert status.stop_reason is None
@@ -149,7 +121,11 @@ def test_a_running_turn_keeps_agy_past_its_limit(agys: Agys) -> None:
     # 120 chunks every 0.5 s: agy stays RUNNING for a minute, changing its steps all along.
     agy = agys.launch("busy", "--sim-long-token-delay", "0.5")
     send(agy, "a long answer please")
-    wait_for(lambda: summary(agy).get("status") == "CASCADE_RUN_STATUS_RUNNING", "the turn")
+    wait_until(
+        lambda: summary(agy).get("status") == "CASCADE_RUN_STATUS_RUNNING",
+        timeout=20,
+        what="the turn",
+    )
     status = agys.status(KeepPolicy(idle_stop_after=1.0, max_kept=1), "busy")
     assert status is not None
     assert status.kept_because == "agy is running a turn"
@@ -163,9 +139,10 @@ def test_a_harness_lease_keeps_agy_and_a_crashed_one_does_not(agys: Agys) -> Non
     policy = KeepPolicy(idle_stop_after=1.0, max_kept=None)
     lease = TurnLease(agy.state_dir)
     lease.begin_turn()  # this test process is the harness whose turn is starting
-    status = wait_for(
+    status = wait_until(
         lambda: (s := agys.status(policy, "leased")) and s.idle is not None and s.idle > 1.5 and s,
-        "idleness past the limit",
+        timeout=20,
+        what="idleness past the limit",
     )
     assert status.kept_because == "a turn is running"
     assert sweep(policy, agys.base) == []
@@ -183,7 +160,11 @@ def test_a_harness_lease_keeps_agy_and_a_crashed_one_does_not(agys: Agys) -> Non
     assert crashed.returncode == 3
     assert read_activity(agy.state_dir).holder_pid not in (None, os.getpid())
     assert read_activity(agy.state_dir).turn_running is False
-    wait_for(lambda: (s := agys.status(policy, "leased")) and s.stop_reason, "the idle limit")
+    wait_until(
+        lambda: (s := agys.status(policy, "leased")) and s.stop_reason,
+        timeout=20,
+        what="the idle limit",
+    )
     assert [s.running.key for s in sweep(policy, agys.base)] == ["leased"]
     assert_stopped(agy, r"^idle ")
 
@@ -229,33 +210,107 @@ def test_an_agy_that_lost_its_conversation_is_stopped(agys: Agys) -> None:
     assert_stopped(agy, "no longer knows conversation")
 
 
-@pytest.mark.skipif(shutil.which("script") is None, reason="needs script(1) to give tmux a pty")
-def test_a_person_attached_keeps_agy_from_the_idle_limit(agys: Agys) -> None:
-    agy = agys.launch("watched")
-    attach = f"tmux -L {agys.terminals.socket_name} attach -t {agy.terminal.name}"
-    person = subprocess.Popen(
-        ["script", "-qfc", attach, os.devnull],
-        env={k: v for k, v in os.environ.items() if k != "TMUX"},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for(lambda: agy.terminal.attached_clients() > 0, "the person to attach")
-        policy = KeepPolicy(idle_stop_after=1.0, max_kept=None)
-        status = wait_for(
-            lambda: (s := agys.status(policy, "watched")) and (s.idle or 0) > 1.5 and s,
-            "idleness past the limit",
+class Person:
+    """A tmux client attached to an agy's session, in a pty of its own (script(1)), as a
+    person's terminal is; ``env`` is the client's environment."""
+
+    def __init__(self, agys: Agys, agy: AgyProcess, env: dict[str, str] | None = None) -> None:
+        attach = f"tmux -L {agys.terminals.socket_name} attach -t {agy.terminal.name}"
+        base = {k: v for k, v in os.environ.items() if k not in ("TMUX", TERMINAL_SESSION_ENV)}
+        self.agy = agy
+        self.process = subprocess.Popen(
+            ["script", "-qfc", attach, os.devnull],
+            env={**base, **(env or {})},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
-        assert status.kept_because == "a person is attached to its tmux session"
-        assert sweep(policy, agys.base) == []
+        wait_until(self.watchers, timeout=20, what="the person to attach")
+
+    def watchers(self) -> list[Watcher]:
+        return watchers(self.agy.terminal.host, self.agy.terminal.name)
+
+    def press(self, key: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(key)
+        self.process.stdin.flush()
+
+    def close(self) -> None:
+        """End the client's terminal (as closing a browser tab does)."""
+        self.process.kill()
+        self.process.wait(10)
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+
+    def leave(self) -> None:
+        self.close()
+        wait_until(lambda: not self.watchers(), timeout=20, what="the person to leave")
+
+
+needs_script = pytest.mark.skipif(
+    shutil.which("script") is None, reason="needs script(1) to give tmux a pty"
+)
+
+
+@needs_script
+def test_a_person_typing_keeps_agy_and_an_attached_client_left_quiet_does_not(
+    agys: Agys,
+) -> None:
+    """A browser tab left open on agy's screen must not keep agy for ever: only a key sent
+    within the idle limit keeps it; the idle clock starts again at that key."""
+    agy = agys.launch("watched")
+    person = Person(agys, agy)
+    try:
+        policy = KeepPolicy(idle_stop_after=3.0, max_kept=1)
+        # Ctrl-L (redraw) is a key like any other to tmux, and types nothing into agy.
+        person.press(b"\x0c")
+        typed = wait_until(
+            lambda: (s := agys.status(policy, "watched")) and s.kept_because and s,
+            timeout=20,
+            what="the key to count",
+        )
+        assert re.fullmatch(r"a person typed in its tmux client \d+s ago", typed.kept_because)
+        assert typed.idle is not None
+        assert typed.idle < 3.0
+        assert "attached: 1 tmux client (last key " in typed.describe()
+        assert sweep(KeepPolicy(idle_stop_after=3.0, max_kept=0), agys.base) == []
+        # Attached, and quiet past the limit: nothing keeps it.
+        quiet = wait_until(
+            lambda: (s := agys.status(policy, "watched")) and s.stop_reason and s,
+            timeout=20,
+            what="the idle limit",
+        )
+        assert quiet.kept_because is None
+        assert re.fullmatch(r"idle \d+s \(limit 3s\)", str(quiet.stop_reason))
+        assert [w.web for w in quiet.watchers] == [False]
+        assert [s.running.key for s in sweep(policy, agys.base)] == ["watched"]
+        assert_stopped(agy, r"^idle ")
+        wait_until(lambda: person.process.poll() is not None, timeout=20, what="the client to end")
     finally:
-        person.kill()
-        person.wait(10)
-        assert person.stdin is not None
-        person.stdin.close()
-    wait_for(lambda: agy.terminal.attached_clients() == 0, "the person to leave")
-    assert [s.running.key for s in sweep(policy, agys.base)] == ["watched"]
+        person.close()
+
+
+@needs_script
+def test_a_web_terminal_is_told_apart_and_leaving_it_stops_nothing(agys: Agys) -> None:
+    agy = agys.launch("web")
+    person = Person(agys, agy, env={TERMINAL_SESSION_ENV: "web"})
+    try:
+        policy = KeepPolicy(idle_stop_after=3600.0, max_kept=None)
+        status = agys.status(policy, "web")
+        assert status is not None
+        assert [w.web for w in status.watchers] == [True]
+        # Attaching is the client's first key, for tmux.
+        assert re.fullmatch(
+            r"a person typed in its web terminal \d+s ago", str(status.kept_because)
+        )
+        assert re.search(r"attached: 1 web terminal \(last key \d+s ago\)", status.describe())
+    finally:
+        person.leave()
+    assert agy.terminal.is_alive(), "closing the pane ends only its client"
+    status = agys.status(policy, "web")
+    assert status is not None
+    assert status.watchers == ()
+    assert status.kept_because is None
 
 
 def test_ps_shows_idle_time_memory_and_what_stops_each_agy(
@@ -307,7 +362,11 @@ def test_invalid_limits_are_config_errors_naming_the_key(
 def test_a_process_sweeper_sweeps_at_once_and_ends_with_its_last_user(agys: Agys) -> None:
     agy = agys.launch("swept")
     policy = KeepPolicy(idle_stop_after=1.0, max_kept=None)
-    wait_for(lambda: (s := agys.status(policy, "swept")) and s.stop_reason, "the idle limit")
+    wait_until(
+        lambda: (s := agys.status(policy, "swept")) and s.stop_reason,
+        timeout=20,
+        what="the idle limit",
+    )
 
     def sweeper_threads() -> set[threading.Thread]:
         return {t for t in threading.enumerate() if t.name == "omnigent-agy sweep"}
@@ -318,12 +377,18 @@ def test_a_process_sweeper_sweeps_at_once_and_ends_with_its_last_user(agys: Agys
     sweepers = list(sweeper_threads() - before)
     assert len(sweepers) == 1
     # Its first round runs at once (a harness process sweeps when it starts).
-    wait_for(lambda: (r := agy.state_dir.read_record()) and r.stopped_at, "the sweep at start")
+    wait_until(
+        lambda: (r := agy.state_dir.read_record()) and r.stopped_at,
+        timeout=20,
+        what="the sweep at start",
+    )
     first.release()
     assert sweepers[0].is_alive(), "still used by the second session"
     second.release()
     second.release()  # twice is harmless
-    wait_for(lambda: not sweepers[0].is_alive(), "the sweeper to end with its last user")
+    wait_until(
+        lambda: not sweepers[0].is_alive(), timeout=20, what="the sweeper to end with its last user"
+    )
 
 
 def test_stop_idle_sweeps_by_hand(agys: Agys, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -334,7 +399,11 @@ def test_stop_idle_sweeps_by_hand(agys: Agys, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("OMNIGENT_CONFIG_HOME", str(agys.tmp / "omnigent"))
     monkeypatch.setenv("OMNIGENT_AGY_CLI_IDLE_STOP_AFTER", "1s")
     policy = KeepPolicy(idle_stop_after=1.0, max_kept=None)
-    wait_for(lambda: (s := agys.status(policy, "by-hand")) and s.stop_reason, "the idle limit")
+    wait_until(
+        lambda: (s := agys.status(policy, "by-hand")) and s.stop_reason,
+        timeout=20,
+        what="the idle limit",
+    )
     cli = str(Path(sys.executable).with_name("omnigent-agy"))
     swept = subprocess.run(
         [cli, "stop", "--idle"], capture_output=True, text=True, check=True, timeout=60

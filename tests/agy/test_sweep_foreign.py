@@ -19,8 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 from foreign import ForeignAgy, foreign_agy
-from omnigent.community.harness.agy import stack
 
+from agy_sim.stack.processes import sweep as stack_sweep
 from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.agy.running import list_running, stop_running
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
@@ -124,5 +124,5 @@ def test_the_local_stacks_clean_up_leaves_another_users_processes(tmp_path: Path
     # The demo's and e2e stack's clean-up kills what names its folder on the command line.
     with foreign_agy(TOKEN) as foreign:
         port = foreign.port
-        stack._sweep([str(foreign.home)])
+        stack_sweep([str(foreign.home)])
         foreign.untouched(port)

@@ -7,28 +7,19 @@ import os
 import stat
 import sys
 import textwrap
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+from waiting import wait_until
 
 from omnigent_agy.agy.terminal import AgyTerminal, TerminalError, TerminalHost
 
 pytestmark = pytest.mark.tmux
 
 SECRET = "csrf-" + uuid.uuid4().hex
-
-
-def wait_until(predicate: Callable[[], object], *, timeout: float = 10.0, what: str = "") -> None:
-    """Poll ``predicate`` until it is truthy; fail the test at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what or predicate}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -68,7 +59,7 @@ def _start_echo(host: TerminalHost, tmp_path: Path, name: str = "echo") -> AgyTe
 
 def test_start_runs_argv_verbatim_in_cwd_with_env(tmux_host: TerminalHost, tmp_path: Path) -> None:
     terminal = _start_echo(tmux_host, tmp_path)
-    wait_until(lambda: "VAR" in _screen(terminal), what="the script's output")
+    wait_until(lambda: "VAR" in _screen(terminal), timeout=10, what="the script's output")
     screen = _screen(terminal)
     assert 'ARGS ["two words", "it\'s \\"quoted\\"", "$HOME;`x`"]' in screen
     assert f"CWD {tmp_path}" in screen
@@ -82,7 +73,9 @@ def test_pid_is_the_command_itself(tmux_host: TerminalHost, tmp_path: Path) -> N
     assert terminal.pid is not None
     assert terminal.pid == terminal.pane_pid
     # The trampoline exec'd the command: same pid, the command's own argv.
-    wait_until(lambda: "two words" in psutil.Process(terminal.pid).cmdline(), what="exec")
+    wait_until(
+        lambda: "two words" in psutil.Process(terminal.pid).cmdline(), timeout=10, what="exec"
+    )
     assert psutil.Process(terminal.pid).cmdline()[:2] == [sys.executable, "-c"]
 
 
@@ -95,9 +88,9 @@ def test_launch_file_is_removed(tmux_host: TerminalHost, tmp_path: Path) -> None
 
 def test_send_text_reaches_the_program(tmux_host: TerminalHost, tmp_path: Path) -> None:
     terminal = _start_echo(tmux_host, tmp_path)
-    wait_until(lambda: "VAR" in _screen(terminal), what="start-up")
+    wait_until(lambda: "VAR" in _screen(terminal), timeout=10, what="start-up")
     terminal.send_text("hello world")
-    wait_until(lambda: "GOT hello world" in _screen(terminal), what="the echoed line")
+    wait_until(lambda: "GOT hello world" in _screen(terminal), timeout=10, what="the echoed line")
 
 
 def test_typed_text_cannot_press_keys_or_send_escapes(
@@ -106,9 +99,9 @@ def test_typed_text_cannot_press_keys_or_send_escapes(
     script = "import sys\nprint('READY', flush=True)\nfor line in sys.stdin:\n"
     script += "    print('GOT', repr(line), flush=True)\n"
     terminal = tmux_host.start("raw", [sys.executable, "-c", script], cwd=tmp_path)
-    wait_until(lambda: "READY" in _screen(terminal), what="start-up")
+    wait_until(lambda: "READY" in _screen(terminal), timeout=10, what="start-up")
     terminal.send_text("one\x03two\x1b[2Jthree\rfour\nfive\x7fsix\x9bseven\tend")
-    wait_until(lambda: "GOT" in _screen(terminal), what="the typed line")
+    wait_until(lambda: "GOT" in _screen(terminal), timeout=10, what="the typed line")
     (line,) = [row for row in _screen(terminal).splitlines() if row.startswith("GOT")]
     # One line, every word kept, no control character left; Ctrl-C did not stop the program.
     assert line == "GOT 'one two [2Jthree four five six seven end\\n'"
@@ -160,7 +153,7 @@ STUBBORN_SCRIPT = textwrap.dedent(
 
 def test_stop_escalates_and_reaches_descendants(tmux_host: TerminalHost, tmp_path: Path) -> None:
     terminal = tmux_host.start("stubborn", [sys.executable, "-c", STUBBORN_SCRIPT], cwd=tmp_path)
-    wait_until(lambda: "CHILD" in _screen(terminal), what="the child")
+    wait_until(lambda: "CHILD" in _screen(terminal), timeout=10, what="the child")
     child_pid = int(_screen(terminal).split("CHILD", 1)[1].split()[0])
     child = psutil.Process(child_pid)
     # The child is in its own session: only the tree walk reaches it.
@@ -173,7 +166,7 @@ def test_stop_escalates_and_reaches_descendants(tmux_host: TerminalHost, tmp_pat
 def test_exited_pane_keeps_its_last_screen(tmux_host: TerminalHost, tmp_path: Path) -> None:
     script = "import sys; print('not signed in, run agy', flush=True); sys.exit(3)"
     terminal = tmux_host.start("dies", [sys.executable, "-c", script], cwd=tmp_path)
-    wait_until(lambda: not terminal.is_alive(), what="the exit")
+    wait_until(lambda: not terminal.is_alive(), timeout=10, what="the exit")
     # tmux 3.3 does not always reap a dead pane's process, so the status may be unknown.
     assert terminal.exit_status() in (3, None)
     assert "not signed in, run agy" in _screen(terminal)
@@ -182,7 +175,7 @@ def test_exited_pane_keeps_its_last_screen(tmux_host: TerminalHost, tmp_path: Pa
 def test_missing_command_is_reported_without_argv(tmux_host: TerminalHost, tmp_path: Path) -> None:
     argv = [str(tmp_path / "no-such-agy"), f"--csrf_token={SECRET}"]
     terminal = tmux_host.start("missing", argv, cwd=tmp_path)
-    wait_until(lambda: not terminal.is_alive(), what="the exit")
+    wait_until(lambda: not terminal.is_alive(), timeout=10, what="the exit")
     assert terminal.exit_status() in (127, None)
     screen = _screen(terminal)
     assert "cannot start" in screen
@@ -196,11 +189,13 @@ def test_secret_argv_stays_out_of_tmux_and_logs(
     caplog.set_level(logging.DEBUG)
     argv = [sys.executable, "-c", "import sys; sys.stdin.read()", f"--csrf_token={SECRET}"]
     terminal = tmux_host.start("secret", argv, cwd=tmp_path)
-    wait_until(lambda: SECRET in " ".join(psutil.Process(terminal.pid).cmdline()), what="exec")
+    wait_until(
+        lambda: SECRET in " ".join(psutil.Process(terminal.pid).cmdline()), timeout=10, what="exec"
+    )
     start_command = tmux_host.server.cmd(
         "display-message", "-p", "-t", "secret", "#{pane_start_command}"
     ).stdout
-    assert "omnigent_agy.agy.terminal" in " ".join(start_command)
+    assert "omnigent_agy.agy.trampoline" in " ".join(start_command)
     assert SECRET not in " ".join(start_command)
     assert SECRET not in caplog.text
     assert any(r.name.startswith("libtmux") for r in caplog.records)
@@ -223,7 +218,7 @@ def test_works_without_tmux_or_term_env(
     monkeypatch.setenv("TMUX", "/tmp/some-other-tmux,1,0")
     monkeypatch.delenv("TERM", raising=False)
     terminal = _start_echo(tmux_host, tmp_path)
-    wait_until(lambda: "VAR" in _screen(terminal), what="start-up")
+    wait_until(lambda: "VAR" in _screen(terminal), timeout=10, what="start-up")
     monkeypatch.delenv("TMUX")
     terminal2 = _start_echo(tmux_host, tmp_path, name="second")
-    wait_until(lambda: "VAR" in _screen(terminal2), what="start-up")
+    wait_until(lambda: "VAR" in _screen(terminal2), timeout=10, what="start-up")

@@ -13,6 +13,7 @@ import yaml
 
 from omnigent_agy import cli
 from omnigent_agy.interactions import hooks
+from omnigent_agy.onboarding.agent import DATA_HOME_ENV
 from omnigent_agy.onboarding.config import ENV_ENABLED, ENV_PATH
 
 
@@ -20,7 +21,7 @@ from omnigent_agy.onboarding.config import ENV_ENABLED, ENV_PATH
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
-    for name in (ENV_ENABLED, ENV_PATH, "OMNIGENT_CONFIG_HOME"):
+    for name in (ENV_ENABLED, ENV_PATH, "OMNIGENT_CONFIG_HOME", DATA_HOME_ENV):
         monkeypatch.delenv(name, raising=False)
     hooks.reset_plugin_manager_for_tests()
     yield tmp_path
@@ -40,7 +41,9 @@ def test_enable_then_disable_edits_the_default_file(
     out = capsys.readouterr().out
     assert f"harness.agy-cli.enabled: unset -> true in {home}/.omnigent/config.yaml" in out
     assert "restart" in out
-    assert f'then register its agent: omnigent agent add "{cli.agent_folder_path()}"' in out
+    folder = home / ".local" / "share" / "omnigent-agy" / "agent"
+    assert f'then register its agent: omnigent agent add "{folder}"' in out
+    assert (folder / "config.yaml").is_file()
     assert config_of(home) == {"harness": {"agy-cli": {"enabled": True}}}
 
     assert cli.main(["disable"]) == cli.EXIT_OK
@@ -122,12 +125,18 @@ def test_a_broken_config_exits_2_naming_the_key(
 
 
 def test_agent_path_names_the_folder(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    del home
     assert cli.main(["agent-path"]) == cli.EXIT_OK
     path = Path(capsys.readouterr().out.strip())
+    assert path == home / ".local" / "share" / "omnigent-agy" / "agent"
     agent = yaml.safe_load((path / "config.yaml").read_text())
     assert agent["executor"] == {"type": "omnigent", "config": {"harness": "agy-cli"}}
-    assert {"spec_version", "name", "description", "instructions"} <= set(agent)
+    assert {"spec_version", "name", "description", "instructions", "terminals"} <= set(agent)
+    assert Path(agent["terminals"]["agy"]["command"]).is_absolute()
+    # Written again on every call, whole: a second call gives the same folder and file.
+    first = (path / "config.yaml").read_text()
+    assert cli.main(["agent-path"]) == cli.EXIT_OK
+    assert Path(capsys.readouterr().out.strip()) == path
+    assert (path / "config.yaml").read_text() == first
 
 
 def test_every_command_is_one_function() -> None:
@@ -138,9 +147,30 @@ def test_every_command_is_one_function() -> None:
         if action.dest == "command"
     )
     assert isinstance(choices, dict)
-    expected = {"enable", "disable", "config", "agent-path", "doctor", "demo", "ps", "stop"}
+    expected = {
+        "enable",
+        "disable",
+        "config",
+        "agent-path",
+        "doctor",
+        "demo",
+        "ps",
+        "stop",
+        "probe",
+        "attach",
+        "trust",
+        "conversations",
+        "prune",
+    }
     assert set(choices) == expected
     assert len(cli.COMMANDS) == len(choices)
+
+
+def test_probe_takes_yes_or_no_turns_not_both(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["probe", "--yes", "--no-turns"])
+    assert exited.value.code == cli.EXIT_USAGE
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_console_script_runs(home: Path) -> None:
@@ -165,6 +195,21 @@ def test_a_command_is_required(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main([])
     assert caught.value.code == 2
     assert "COMMAND" in capsys.readouterr().err
+
+
+def test_demo_without_agy_sim_says_in_one_line_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As where only the plugin is installed: every agy_sim module unimportable.
+    for name in [*(name for name in sys.modules if name.split(".")[0] == "agy_sim"), "agy_sim"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    assert cli.main(["demo"]) == cli.EXIT_FAILED
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert "agy-sim, which is not installed" in captured.err
+    assert "scripts/demo" in captured.err
+    assert "pip install 'CHECKOUT[demo]' CHECKOUT/agy-sim" in captured.err
 
 
 def test_demo_help_describes_both_ways_of_running_it(capsys: pytest.CaptureFixture[str]) -> None:

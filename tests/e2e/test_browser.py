@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from omnigent.community.harness.agy.prompts import WRITE_IN
-from omnigent.community.harness.agy.stack import LocalStack
+from omnigent.community.harness.agy.cards import WRITE_IN
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+
+from agy_sim.stack.local_stack import LocalStack, agent_name
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux, pytest.mark.browser]
 
@@ -86,6 +87,21 @@ class Screen:
         self.page.get_by_test_id("new-chat-landing-input").fill(text)
         self.shot("typed")
         self.page.get_by_test_id("new-chat-landing-submit").click()
+
+    def open_session(self) -> str:
+        """A session of the shipped agent made through the REST API, open on the page."""
+        stack = self.stack
+        session = stack.client.create_session(
+            agent_name(), stack.wait_ready(stack.main), str(stack.workspace)
+        )
+        self.page.goto(f"{stack.url}/c/{session}")
+        return session
+
+    def send(self, text: str) -> None:
+        """Type `text` into the open session's composer and send it."""
+        box = self.page.get_by_placeholder(re.compile("Send a message"))
+        box.fill(text)
+        box.press("Enter")
 
     def card(self) -> Locator:
         card = self.page.locator('[data-testid="approval-card"][data-state="pending"]')
@@ -257,3 +273,20 @@ def test_the_model_and_effort_picked_in_the_composer_reach_agy_on_the_next_turn(
     screen.shows("Hello from the agy simulator (Gemini 3.1 Pro (Low)). You said: Say hello again.")
     expect(page.get_by_test_id("composer-config-gear")).to_contain_text("Low")
     screen.shot("next-turn")
+
+
+def test_a_turn_refused_for_quota_says_on_its_failure_when_the_quota_resets(
+    screen: Screen,
+) -> None:
+    """Quota shows in the web only where it cannot mislead: the failure of the turn it ended
+    (docs/wire.md §9), with the group and when it resets, in UTC and how far away."""
+    screen.new_session("Please use up my quota.")
+    headline = screen.page.get_by_test_id("error-headline").last
+    expect(headline).to_have_text("agy's quota for this model is used up", timeout=TURN_TIMEOUT_MS)
+    screen.shot("failed")
+    headline.click()  # the disclosure: what happened and what to do
+    screen.shows(re.compile(r"the quota of Gemini is used up"))
+    screen.shows(
+        re.compile(r"It resets at \d\d:\d\d UTC on \w{3} \d{1,2} \w{3} \(in 2 h \d+ min\)")
+    )
+    screen.shot("details")

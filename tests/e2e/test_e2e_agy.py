@@ -9,18 +9,10 @@ import signal
 
 import psutil
 import pytest
-from omnigent.community.harness.agy.stack import LocalStack
-from stack import (
-    Conversation,
-    agy_call,
-    agy_record,
-    agy_steps,
-    plan_model,
-    typed,
-    user_inputs,
-    wait_until,
-)
+from stack import Conversation, agy_call, agy_record, agy_steps, plan_model, typed, user_inputs
+from waiting import wait_until
 
+from agy_sim.stack.local_stack import LocalStack
 from omnigent_agy.agy.terminal import TerminalHost
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
@@ -45,16 +37,20 @@ def test_a_model_and_effort_override_between_turns_changes_agys_plan_model(
 
 
 def test_clear_typed_in_agys_tui_moves_the_session_to_agys_new_conversation(
-    conversation: Conversation,
+    conversation: Conversation, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conversation.say("before the clear")
     before = agy_record(conversation.host, conversation.id)
+    # The host passes its TMUX_TMPDIR on to the harness (hostenv): agy's tmux socket is there,
+    # where `tmux -L` looks with the host's environment.
+    monkeypatch.setenv("TMUX_TMPDIR", conversation.host.env["TMUX_TMPDIR"])
     terminal = TerminalHost(socket_name=before.tmux_socket).find(before.tmux_session)
     assert terminal is not None, "agy's tmux session is not there"
     terminal.send_text("/clear")
     wait_until(
-        lambda: True if "[cleared]" in "\n".join(terminal.capture()) else None,
-        "agy's TUI to clear",
+        lambda: "[cleared]" in "\n".join(terminal.capture()),
+        timeout=60,
+        what="agy's TUI to clear",
     )
     assert conversation.say("after the clear")["type"] == "response.completed"
     after = agy_record(conversation.host, conversation.id)

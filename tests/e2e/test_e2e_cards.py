@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from omnigent.community.harness.agy.prompts import WRITE_IN
-from omnigent.community.harness.agy.rest import card_choices, card_questions
+from omnigent.community.harness.agy.cards import WRITE_IN
 from stack import Conversation
+
+from agy_sim.stack.rest import card_choices, card_questions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
 
@@ -29,7 +30,7 @@ def test_a_denied_command_does_not_run_and_the_turn_carries_on(
     assert conversation.turn_end()["type"] == "response.completed"
     items = conversation.items()
     calls = [i for i in items if i["type"] == "function_call"]
-    assert [json.loads(c["arguments"]).get("command_line") for c in calls] == ["rm -rf build"]
+    assert [json.loads(c["arguments"]).get("command") for c in calls] == ["rm -rf build"]
     assert "simulated output" not in "".join(conversation.outputs())
     # agy carried on after the denial: an answer follows the call.
     assert items[-1]["type"] == "message"

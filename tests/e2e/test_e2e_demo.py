@@ -5,8 +5,9 @@ from __future__ import annotations
 import io
 
 import pytest
-from omnigent.community.harness.agy.demo import play_script
-from omnigent.community.harness.agy.stack import LocalStack
+
+from agy_sim.stack.demo import play_script
+from agy_sim.stack.local_stack import LocalStack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
 

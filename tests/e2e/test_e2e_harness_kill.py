@@ -8,7 +8,8 @@ import signal
 
 import psutil
 import pytest
-from stack import Conversation, agy_steps, wait_until
+from stack import Conversation, agy_steps
+from waiting import wait_until
 
 from omnigent_agy.agy.keep import read_activity
 from omnigent_agy.agy.statedir import SessionStateDir
@@ -31,7 +32,9 @@ def test_a_harness_killed_at_a_card_fails_the_turn_and_the_next_brings_it_back(
 ) -> None:
     conversation.send("Please run: echo after the kill")
     conversation.card()
-    first = wait_until(lambda: harness_process(conversation), "the harness process", 10)
+    first = wait_until(
+        lambda: harness_process(conversation), timeout=10, what="the harness process"
+    )
     first.send_signal(signal.SIGKILL)
     ended = conversation.turn_end()
     # omnigent's runner fails a turn whose harness stream breaks (its decision, not ours).

@@ -1,7 +1,7 @@
 """omnigent's own tools reaching agy over MCP, on the real stack: agy calls `sys_session_list`
 through the plugin's relay, omnigent's server runs it (with its policies), and the transcript
 shows the call once with its result; a DENY policy on the tool refuses it. Also: the person's
-sign-in reaches agy's private gemini dir and nowhere else (WIRE.md §1b)."""
+sign-in reaches agy's private gemini dir and nowhere else (docs/wire.md §1b)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from omnigent.community.harness.agy.stack import LocalStack
 from stack import Conversation
+
+from agy_sim.stack.local_stack import LocalStack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from stack import Conversation, agy_steps, wait_until
+from stack import Conversation, agy_steps
+from waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
 
@@ -14,9 +15,9 @@ def agy_statuses(conversation: Conversation) -> list[str]:
     return [str(s.get("status")) for s in agy_steps(conversation.host, conversation.id)]
 
 
-def agy_idle(conversation: Conversation) -> bool | None:
+def agy_idle(conversation: Conversation) -> bool:
     """True once no step of agy's conversation still runs or waits."""
-    return True if not BUSY & set(agy_statuses(conversation)) else None
+    return not BUSY & set(agy_statuses(conversation))
 
 
 def test_stop_during_a_long_answer_stops_agy_and_the_text(conversation: Conversation) -> None:
@@ -24,7 +25,7 @@ def test_stop_during_a_long_answer_stops_agy_and_the_text(conversation: Conversa
     conversation.until("response.output_text.delta")
     conversation.stop()
     assert conversation.turn_end()["type"] == "session.interrupted"
-    wait_until(lambda: agy_idle(conversation), "agy to stop the answer", 30)
+    wait_until(lambda: agy_idle(conversation), timeout=30, what="agy to stop the answer")
     assert "CORTEX_STEP_STATUS_CANCELED" in agy_statuses(conversation)
     conversation.idle()
     conversation.events.drain()
@@ -51,8 +52,8 @@ def test_stop_while_a_card_waits_drops_the_command_and_the_card(
     conversation.card()
     conversation.stop()
     assert conversation.turn_end()["type"] == "session.interrupted"
-    wait_until(lambda: agy_idle(conversation), "agy to drop the waiting command", 30)
-    # Stop refuses the gate first (CancelCascadeSteps is a no-op on a WAITING step, WIRE.md
+    wait_until(lambda: agy_idle(conversation), timeout=30, what="agy to drop the waiting command")
+    # Stop refuses the gate first (CancelCascadeSteps is a no-op on a WAITING step, docs/wire.md
     # §3), then cancels: agy either ends the command refused or, when its short reply to
     # the refusal already finished before the cancel landed, has nothing left to cancel.
     steps = agy_steps(conversation.host, conversation.id)
@@ -62,9 +63,9 @@ def test_stop_while_a_card_waits_drops_the_command_and_the_card(
     assert "never\n" not in conversation.outputs()
     # The card goes away: nobody can answer a question agy no longer asks.
     wait_until(
-        lambda: True if conversation.idle()["pending_elicitations"] == [] else None,
-        "the card to close",
-        15,
+        lambda: conversation.idle()["pending_elicitations"] == [],
+        timeout=15,
+        what="the card to close",
     )
     # The conversation carries on: the next turn is answered, and the stopped command stays
     # unrun.

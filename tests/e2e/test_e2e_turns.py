@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from omnigent.community.harness.agy.stack import LocalStack
 from stack import Conversation
+
+from agy_sim.stack.local_stack import LocalStack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
 
@@ -31,7 +34,9 @@ def test_a_tool_call_shows_with_its_output(conversation: Conversation) -> None:
     conversation.say("List the files here")
     items = conversation.items()
     calls = [i for i in items if i["type"] == "function_call"]
-    assert [c["name"] for c in calls] == ["list_directory"]
+    # A listing, as omnigent's web sums up listings; agy's own name is kept (tool_rows).
+    assert [c["name"] for c in calls] == ["list"]
+    assert json.loads(calls[0]["arguments"])["agy_tool"] == "list_directory"
     outputs = conversation.outputs()
     assert len(outputs) == 1
     assert "README.md" in outputs[0]

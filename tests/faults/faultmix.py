@@ -10,7 +10,9 @@ reached omnigent against what agy committed:
 - the concatenated text deltas equal the turn's committed PLANNER_RESPONSE texts, in order;
 - every tool step of the turn appears as exactly one completed call and one output;
 - every gate agy asked is shown as exactly one card (none lost, none twice);
-- the turn's message reached agy exactly once (one USER_INPUT with its text).
+- the turn's message reached agy exactly once (one USER_INPUT with its text);
+- while a card of the turn waits, the activity lease says a turn runs (a sweep must not stop
+  agy under it).
 
 Faults fired are counted from agy-sim's own log ("fault … on …" lines and the listening lines
 of each restart), so the tally is what agy-sim did, not what the suite meant to do.
@@ -21,9 +23,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import random
 import re
 import socket
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -34,9 +38,11 @@ from typing import Any
 import psutil
 import pytest
 from omnigent.community.harness.agy.app import create_app
-from omnigent.community.harness.agy.local import HarnessServer, Turn
-from simproc import harness_env, wait_for
+from simproc import harness_env
+from waiting import wait_until
 
+from agy_sim.stack.harness_server import HarnessServer, Turn
+from omnigent_agy.agy.keep import read_activity
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.rpc.client import RpcClient
@@ -63,6 +69,19 @@ SCENARIOS: dict[str, str] = {
 RESTART_MOMENTS = ("before", "streaming", "card", "command")
 
 
+def logged_port(log: str) -> int:
+    """The port agy's log names last."""
+    return int(LISTENING.findall(log)[-1])
+
+
+def logged_faults(log: str) -> Counter[str]:
+    """The faults agy-sim's log says it made, with agy's restarts (ports named after the
+    first)."""
+    counts = Counter(FAULT_LINE.findall(log))
+    counts["restart"] = max(0, len(LISTENING.findall(log)) - 1)
+    return counts
+
+
 def environment(tmp: Path, faults: Path, **extra: str) -> dict[str, str]:
     """What a runner gives the harness (`simproc.harness_env`), pointed at agy-sim with a
     fault control file and the suite's short timings."""
@@ -75,6 +94,39 @@ def environment(tmp: Path, faults: Path, **extra: str) -> dict[str, str]:
         "AGY_SIM_FAULTS": str(faults),
         **extra,
     }
+
+
+class SlowDisk:
+    """A disk that stalls: while a conversation's disk is slow, every file the harness renames
+    into place in its private state (the activity lease, the agy record, the cursor, the relay's
+    tools file, agy's seeded settings) takes `delay` seconds more, as an fsync on a loaded disk
+    does. Writers that would have followed each other now overlap: two writers of one file at
+    once (a turn's lease and the one before it, the reader's record and the turn's) must not
+    fail the turn nor leave a file half one writer's and half the other's (issue 18).
+
+    The harness runs in this process, so the rename (`os.replace`, which every atomic write
+    ends with) is wrapped once for the suite; the delay applies only below the state folders
+    of the conversations marked slow, whichever thread writes.
+    """
+
+    def __init__(self) -> None:
+        self.slow: dict[Path, float] = {}
+        self.renames: Counter[Path] = Counter()
+        self._replace = os.replace
+
+    def install(self, patch: pytest.MonkeyPatch) -> None:
+        def replace(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+            target = Path(os.fsdecode(dst))
+            for folder, delay in list(self.slow.items()):
+                if target.is_relative_to(folder):
+                    self.renames[folder] += 1
+                    time.sleep(delay)
+            self._replace(src, dst, *args, **kwargs)
+
+        patch.setattr(os, "replace", replace)
+
+
+SLOW_DISK = SlowDisk()
 
 
 @contextlib.contextmanager
@@ -146,10 +198,19 @@ class Trial:
     restart: str | None  # one of RESTART_MOMENTS
     respawn_before: bool  # the harness is killed and respawned before the turn
     labels: list[str]
+    slow_disk: float = 0.0  # seconds every private rename of the turn stalls (SlowDisk)
+    back_to_back: bool = False  # the next message follows the moment the answer is complete
 
     @property
     def text(self) -> str:
         return SCENARIOS[self.scenario].format(n=self.number)
+
+    @property
+    def texts(self) -> list[str]:
+        """What the person sends: the trial's message, and at once a second one if any."""
+        # A command, so that the second turn shows a card (where the lease is checked).
+        follow = [f"run: echo and then {self.number}"] if self.back_to_back else []
+        return [self.text, *follow]
 
 
 def draw_trial(rng: random.Random, number: int) -> Trial:
@@ -210,7 +271,13 @@ def draw_trial(rng: random.Random, number: int) -> Trial:
     respawn = rng.random() < 0.12
     if respawn:
         labels.append("harness_respawn")
-    return Trial(number, scenario, rules, restart, respawn, labels)
+    slow = rng.choice((0.02, 0.05, 0.1)) if rng.random() < 0.2 else 0.0
+    if slow:
+        labels.append("slow_disk")
+    back_to_back = rng.random() < 0.25
+    if back_to_back:
+        labels.append("back_to_back")
+    return Trial(number, scenario, rules, restart, respawn, labels, slow, back_to_back)
 
 
 class Conversation:
@@ -246,13 +313,32 @@ class Conversation:
     def kill_agy(self) -> None:
         TerminalHost(socket_name=self.env["OMNIGENT_AGY_TMUX_SOCKET"]).kill_server()
 
+    @property
+    def state(self) -> SessionStateDir:
+        """The conversation's private state folder (where the harness keeps its files)."""
+        return SessionStateDir.open(
+            self.conversation_id, base=Path(self.env["OMNIGENT_AGY_STATE_DIR"])
+        )
+
+    @property
+    def state_path(self) -> Path:
+        return self.state.path
+
+    def slow_disk(self, delay: float) -> None:
+        """Every private rename of this conversation stalls `delay` s (0: the disk is quick)."""
+        if delay:
+            SLOW_DISK.slow[self.state_path] = delay
+        else:
+            SLOW_DISK.slow.pop(self.state_path, None)
+
+    def renames(self) -> int:
+        """Renames the slow disk stalled for this conversation so far."""
+        return SLOW_DISK.renames[self.state_path]
+
     # --- agy seen from outside -----------------------------------------------------------
 
     def record(self) -> Any:
-        state = SessionStateDir.open(
-            self.conversation_id, base=Path(self.env["OMNIGENT_AGY_STATE_DIR"])
-        )
-        record = state.read_record()
+        record = self.state.read_record()
         assert record is not None, "agy was never started"
         return record
 
@@ -260,13 +346,10 @@ class Conversation:
         return Path(self.record().log_file).read_text(encoding="utf-8", errors="replace")
 
     def port(self) -> int:
-        return int(LISTENING.findall(self.log())[-1])
+        return logged_port(self.log())
 
     def fault_counts(self) -> Counter[str]:
-        log = self.log()
-        counts = Counter(FAULT_LINE.findall(log))
-        counts["restart"] = max(0, len(LISTENING.findall(log)) - 1)
-        return counts
+        return logged_faults(self.log())
 
     def steps(self) -> list[dict[str, Any]]:
         record = self.record()
@@ -288,7 +371,7 @@ class Conversation:
         old = self.port()
         self.restarts += 1
         self.faults.write_text(json.dumps({"restart": self.restarts, "faults": []}))
-        wait_for(lambda: self.port() != old, "agy-sim to listen on a new port", timeout=40)
+        wait_until(lambda: self.port() != old, timeout=40, what="agy-sim to listen on a new port")
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", old)) != 0, "the old port still answers"
 
@@ -299,22 +382,36 @@ def answer(harness: HarnessServer, card: dict[str, Any]) -> None:
     schema = (params.get("requestedSchema") or {}).get("properties", {}).get("answer", {})
     choices = [str(c) for c in schema.get("enum") or []]
     allow = next((c for c in choices if c.lower().startswith("allow once")), None)
-    harness.press(card, allow or (choices[0] if choices else ""))
+    harness.press(card, allow or "")  # the first button the web shows
 
 
-def play(conversation: Conversation, trial: Trial) -> Turn:
-    """Run the trial's turn to its end, answering every card, moving agy at its moment."""
+def play(conversation: Conversation, trial: Trial) -> list[tuple[str, Turn]]:
+    """Run the trial's turns to their ends, answering every card, moving agy at its moment;
+    each message with its turn. A back-to-back message is sent the moment the turn before
+    it has ended."""
     harness = conversation.harness
     assert harness is not None
     if trial.restart == "before":
         conversation.move()
-    turn = harness.turn(trial.text)
-    answered: set[str] = set()
+    played: list[tuple[str, Turn]] = []
     moved = trial.restart in (None, "before")
+    for text in trial.texts:
+        played.append((text, harness.turn(text)))
+        moved = _play_turn(conversation, trial, played[-1][1], moved=moved)
+    return played
+
+
+def _play_turn(conversation: Conversation, trial: Trial, turn: Turn, *, moved: bool) -> bool:
+    """One turn to its end; whether agy has moved (it moves once a trial). While the turn
+    waits on a card, the activity lease must say a turn runs: a sweep trusts it not to stop
+    agy."""
+    harness = conversation.harness
+    assert harness is not None
+    answered: set[str] = set()
     while True:
         event = turn.next(TURN_DEADLINE)
         if event is None:
-            return turn
+            return moved
         conversation.seen.append(json.dumps(event))
         kind = str(event.get("type"))
         if not moved and trial.restart == "streaming" and kind.endswith(".delta"):
@@ -322,6 +419,10 @@ def play(conversation: Conversation, trial: Trial) -> Turn:
             moved = True
         if kind != "response.elicitation_request":
             continue
+        # The turn cannot end while its card waits: the lease must say it runs.
+        assert read_activity(conversation.state).turn_running, (
+            "a card waits and the activity lease says no turn runs"
+        )
         card_id = str(event["elicitation_id"])
         assert card_id not in answered, f"card {card_id} shown twice"
         answered.add(card_id)
@@ -350,12 +451,13 @@ def turn_steps(steps: list[dict[str, Any]], text: str) -> list[tuple[int, dict[s
     return [(i, steps[i]) for i in range(start, end)]
 
 
-def check(conversation: Conversation, trial: Trial, turn: Turn) -> None:
-    """What reached omnigent is exactly what agy committed for this turn (see the module)."""
+def check(conversation: Conversation, text: str, turn: Turn) -> None:
+    """What reached omnigent is exactly what agy committed for the turn that began with the
+    message `text` (see the module)."""
     kinds = turn.kinds()
     assert "response.failed" not in kinds, f"the turn failed: {_failure(turn)}"
     assert "response.completed" in kinds, f"the turn never completed: {kinds}"
-    ours = turn_steps(conversation.steps(), trial.text)
+    ours = turn_steps(conversation.steps(), text)
     committed = "".join(
         str(s.get("plannerResponse", {}).get("response") or "")
         for _, s in ours

@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 from faultmix import (
+    SLOW_DISK,
     Conversation,
     Tally,
     check,
@@ -62,6 +63,7 @@ def conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[l
     env = environment(tmp_path, tmp_path / "unused.json", OMNIGENT_AGY_CLI_MAX_KEPT=str(2 * CHUNKS))
     for key, value in env.items():
         monkeypatch.setenv(key, value)
+    SLOW_DISK.install(monkeypatch)
     monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
     talks: list[Conversation] = []
     try:
@@ -101,9 +103,11 @@ def run_chunk(conversation: Conversation, seed: int, count: int) -> Tally:
                 if trial.respawn_before:
                     conversation.respawn()
                 conversation.set_faults(trial.rules)
-                turn = play(conversation, trial)
+                conversation.slow_disk(trial.slow_disk)
+                played = play(conversation, trial)
                 conversation.set_faults([])
-                check(conversation, trial, turn)
+                for text, turn in played:
+                    check(conversation, text, turn)
             except Exception as exc:
                 tally.failures.append(
                     f"seed {seed} trial {number} ({trial.scenario}, {trial.labels}): "
@@ -112,6 +116,8 @@ def run_chunk(conversation: Conversation, seed: int, count: int) -> Tally:
                 conversation.set_faults([])
                 if len(tally.failures) >= 3:
                     break  # enough to go on; the rest would only repeat it
+            finally:
+                conversation.slow_disk(0)
             spent = time.monotonic() - started
             for label in [f"scenario:{trial.scenario}", *trial.labels]:
                 tally.seconds[label] += spent
@@ -120,6 +126,7 @@ def run_chunk(conversation: Conversation, seed: int, count: int) -> Tally:
         fired.subtract(fired_before)
         tally.fired.update({k: v for k, v in fired.items() if v > 0})
         tally.fired["harness_respawn"] = conversation.respawns
+        tally.fired["slow_disk:renames_stalled"] = conversation.renames()
     return tally
 
 

@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 from faultmix import PLANNER, TOOL_STEPS, USER_INPUT, Conversation, answer, environment
-from omnigent.community.harness.agy.local import Turn
 from runnerproc import HarnessProcess
-from simproc import wait_for
+from waiting import wait_until
 
+from agy_sim.stack.harness_server import Turn
 from omnigent_agy.rpc.client import RpcClient
 
 pytestmark = pytest.mark.tmux
@@ -172,7 +172,7 @@ def test_killed_while_an_answer_streams(talk: ProcessConversation) -> None:
     _killed(first)
     assert first.text(), "nothing streamed before the kill"
     # agy finishes the answer on its own while no harness runs.
-    wait_for(lambda: talk.status() == IDLE, "agy to finish the answer", timeout=60)
+    wait_until(lambda: talk.status() == IDLE, timeout=60, what="agy to finish the answer")
     harness.start()
     second = harness.turn("and now a short one")
     second.finish(60)
@@ -223,15 +223,15 @@ def test_killed_while_an_approved_command_runs(talk: ProcessConversation) -> Non
     first = harness.turn(text)
     card = first.until("response.elicitation_request")
     answer(harness, card)  # type: ignore[arg-type]
-    wait_for(
+    wait_until(
         lambda: _step(talk, "CORTEX_STEP_TYPE_RUN_COMMAND", RUNNING),
-        "the approved command to run",
         timeout=30,
+        what="the approved command to run",
     )
     harness.kill()
     _killed(first)
     # The command ends and agy answers while no harness runs: all of it waits for the next.
-    wait_for(lambda: talk.status() == IDLE, "agy to finish the turn", timeout=60)
+    wait_until(lambda: talk.status() == IDLE, timeout=60, what="agy to finish the turn")
     harness.start()
     second = harness.turn("did it finish?")
     second.finish(60)

@@ -1,7 +1,7 @@
 """Megabyte-sized text through a turn, on the harness's real surface with agy-sim (issue 11).
 
 A 1 MiB message, a 1 MiB answer streamed in 64 growth frames (each re-sending the step whole,
-WIRE.md §4), a command printing 1 MiB, a 1 MiB file (agy views it in part) with a name as long
+docs/wire.md §4), a command printing 1 MiB, a 1 MiB file (agy views it in part) with a name as long
 as Linux allows (255 bytes), a question with a 1 MiB option (docs/simulator.md, the `large_*`
 scenarios). Each
 arrives complete and exactly once, or — a tool's output beyond the plugin's 64 KiB cap — cut
@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 from faultmix import PLANNER, USER_INPUT, Conversation, answer, conversation_on_sim
-from omnigent.community.harness.agy.local import Turn
 
-from omnigent_agy.reading.mapper import DEFAULT_OUTPUT_CAP
-from omnigent_agy.simulator.scenarios import LARGE_DEFAULT, large_text
+from agy_sim.scenarios import LARGE_DEFAULT, large_text
+from agy_sim.stack.harness_server import Turn
+from omnigent_agy.reading.mapper_state import DEFAULT_OUTPUT_CAP
 
 pytestmark = pytest.mark.tmux
 

@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 from omnigent.community.harness.agy.app import create_app
-from omnigent.community.harness.agy.local import HarnessServer
-from simproc import harness_env, wait_for
+from simproc import harness_env
+from waiting import wait_until
 
+from agy_sim.stack.harness_server import HarnessServer
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.rpc.client import RpcClient
@@ -69,9 +70,10 @@ class MovableAgy:
         tmp = self.faults.with_suffix(".tmp")
         tmp.write_text(json.dumps({"restart": self.restarts, "faults": []}))
         tmp.replace(self.faults)
-        new = wait_for(
+        new = wait_until(
             lambda: (p := self.ports(conversation_id)[-1]) != old and p,
-            "agy-sim to listen on a new port",
+            timeout=20,
+            what="agy-sim to listen on a new port",
         )
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", old)) != 0, "the old port still answers"

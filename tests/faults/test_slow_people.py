@@ -1,4 +1,4 @@
-"""Slow people: cards answered late, after agy timed the gate out and asked again (WIRE.md §6).
+"""Slow people: cards answered late, after agy timed the gate out and asked again (docs/wire.md §6).
 
 agy-sim times a WAITING step out after AGY_SIM_WAITING_TIMEOUT seconds (the step goes ERROR and
 a fresh WAITING step with the same request appears at the next index); after three retries it
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from faultmix import Conversation, answer, conversation_on_sim
-from simproc import wait_for
+from waiting import wait_until
 
 pytestmark = pytest.mark.tmux
 
@@ -34,10 +34,10 @@ def _of_type(talk: Conversation, step_type: str) -> list[dict[str, Any]]:
 
 
 def _wait_retries(talk: Conversation, step_type: str, count: int) -> None:
-    wait_for(
+    wait_until(
         lambda: sum(s["status"] == ERROR for s in _of_type(talk, step_type)) >= count,
-        f"{count} timeouts of agy's gate",
         timeout=TIMEOUT * (count + 2) + 10,
+        what=f"{count} timeouts of agy's gate",
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pluggy
 import pytest
+from hookplugins import register
 
 from omnigent_agy.interactions import hooks
 from omnigent_agy.interactions.hooks import (
@@ -18,6 +19,7 @@ from omnigent_agy.interactions.hooks import (
     HarnessRegistration,
     OnboardingCheck,
     PluginLoadError,
+    TurnCall,
     harness_registrations,
     hookimpl,
     interrupt_session_hook,
@@ -42,6 +44,9 @@ def manager() -> pluggy.PluginManager:
     return new_plugin_manager(load_entry_points=False)
 
 
+CALL = TurnCall("s1", [{"role": "user", "content": "hi"}], [], "sys", {"model": None})
+
+
 class FakeDriver:
     """Stands in for the executor: records what the built-in hooks delegate."""
 
@@ -51,16 +56,8 @@ class FakeDriver:
     async def _events(self, text: str) -> AsyncIterator[object]:
         yield text
 
-    def builtin_run_turn(
-        self,
-        *,
-        session_key: str,
-        messages: list[dict[str, object]],
-        tools: list[dict[str, object]],
-        system_prompt: str,
-        config: object,
-    ) -> AsyncIterator[object]:
-        self.calls.append(("run", (session_key, messages, tools, system_prompt, config)))
+    def builtin_run_turn(self, call: TurnCall) -> AsyncIterator[object]:
+        self.calls.append(("run", call))
         return self._events("builtin")
 
     async def _interrupt(self) -> bool:
@@ -76,15 +73,7 @@ async def _collect(events: AsyncIterator[object]) -> list[object]:
 
 
 def _run(manager: pluggy.PluginManager, driver: FakeDriver) -> list[object]:
-    events = run_turn_hook(
-        manager,
-        driver,
-        session_key="s1",
-        messages=[{"role": "user", "content": "hi"}],
-        tools=[],
-        system_prompt="sys",
-        config={"model": None},
-    )
+    events = run_turn_hook(manager, driver, CALL)
     return asyncio.run(_collect(events))
 
 
@@ -95,7 +84,7 @@ def test_builtin_run_turn_and_interrupt_delegate_to_the_executor(
     assert _run(manager, driver) == ["builtin"]
     assert asyncio.run(_await(interrupt_session_hook(manager, driver, "s1"))) is True
     assert driver.calls == [
-        ("run", ("s1", [{"role": "user", "content": "hi"}], [], "sys", {"model": None})),
+        ("run", CALL),
         ("interrupt", "s1"),
     ]
 
@@ -110,17 +99,17 @@ def test_a_plugin_can_take_over_a_turn_or_pass(manager: pluggy.PluginManager) ->
             self.take_over = True
 
         @hookimpl
-        def agy_run_turn(self, session_key: str) -> AsyncIterator[object] | None:
+        def agy_run_turn(self, call: TurnCall) -> AsyncIterator[object] | None:
             if not self.take_over:
                 return None
 
             async def events() -> AsyncIterator[object]:
-                yield f"plugin:{session_key}"
+                yield f"plugin:{call.session_key}"
 
             return events()
 
     plugin = Wrapper()
-    manager.register(plugin)
+    register(manager, plugin)
     driver = FakeDriver()
     assert _run(manager, driver) == ["plugin:s1"]
     assert driver.calls == []
@@ -136,7 +125,7 @@ def test_registration_order_puts_installed_plugins_before_the_builtin(
         def agy_register_harness(self, register: Callable[[HarnessRegistration], None]) -> None:
             register(HarnessRegistration("agy-cli", "Corp Antigravity", ("corp-agy",)))
 
-    manager.register(Extra())
+    register(manager, Extra())
     registered = harness_registrations(manager)
     assert [r.label for r in registered] == ["Corp Antigravity", "Antigravity CLI"]
     assert registered[-1] == HarnessRegistration("agy-cli", "Antigravity CLI", ("antigravity-cli",))
@@ -154,8 +143,8 @@ def test_model_aliases_first_registration_wins(manager: pluggy.PluginManager) ->
             register("fast", "Gemini 3 Pro (Low)")
             register("deep", "Gemini 3 Pro (High)")
 
-    manager.register(First())
-    manager.register(Second())  # registered last, so called first
+    register(manager, First())
+    register(manager, Second())  # registered last, so called first
     assert model_aliases(manager) == {"fast": "Gemini 3 Pro (Low)", "deep": "Gemini 3 Pro (High)"}
 
 
@@ -168,9 +157,21 @@ def test_onboarding_checks_are_collected(manager: pluggy.PluginManager) -> None:
             register(check)
 
     assert onboarding_checks(manager) == []
-    manager.register(Checks())
+    register(manager, Checks())
     assert onboarding_checks(manager) == [check]
     assert check.run() == CheckResult(ok=False, detail="no proxy")
+
+
+def test_a_test_plugin_with_a_misspelled_hook_fails_where_it_is_registered(
+    manager: pluggy.PluginManager,
+) -> None:
+    class Typo:
+        @hookimpl
+        def agy_register_model(self, register: Callable[[str, str], None]) -> None:
+            register("fast", "Gemini 3 Flash")
+
+    with pytest.raises(pluggy.PluginValidationError, match="agy_register_model"):
+        register(manager, Typo())
 
 
 def test_get_plugin_manager_is_cached_until_reset() -> None:

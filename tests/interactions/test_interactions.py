@@ -16,14 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from simproc import FAST, Sim, plan_model, sim_launcher, wait_for
+from hookplugins import register
+from simproc import FAST, Sim, plan_model, sim_launcher
+from waiting import await_until, wait_until
 
-from omnigent_agy.interactions.bridge import (
-    InteractionBridge,
-    InteractionDeliveryError,
-    InteractionOutcome,
-    OutcomeStatus,
-)
+from omnigent_agy.interactions.bridge import InteractionBridge
+from omnigent_agy.interactions.delivery import InteractionDeliveryError
 from omnigent_agy.interactions.gates import (
     elicitation_payload,
     gate_of,
@@ -31,6 +29,7 @@ from omnigent_agy.interactions.gates import (
     question_payload,
 )
 from omnigent_agy.interactions.hooks import hookimpl, new_plugin_manager
+from omnigent_agy.interactions.outcome import InteractionOutcome, OutcomeStatus
 from omnigent_agy.interactions.policy import (
     PermissionDecision,
     PermissionMode,
@@ -99,7 +98,7 @@ def sim(agy: Sim) -> Iterator[Sim]:
 def no_stray_threads() -> Iterator[None]:
     before = set(threading.enumerate())
     yield
-    wait_for(lambda: set(threading.enumerate()) <= before, "threads to end", 5.0)
+    wait_until(lambda: set(threading.enumerate()) <= before, timeout=5.0, what="threads to end")
 
 
 def run[T](main: Callable[[], Awaitable[T]]) -> T:
@@ -271,7 +270,7 @@ class Turn:
 
 
 def response(step: dict[str, Any], nth: int = -1) -> dict[str, Any]:
-    """What agy recorded as delivered to `step` (its `completedInteractions`, WIRE.md §6)."""
+    """What agy recorded as delivered to `step` (its `completedInteractions`, docs/wire.md §6)."""
     return dict(step["completedInteractions"][nth]["response"])
 
 
@@ -442,7 +441,7 @@ class CorpPolicy:
 def test_a_policy_plugin_overrides_the_allow_rules(sim: Sim) -> None:
     manager = new_plugin_manager(load_entry_points=False)
     plugin = CorpPolicy()
-    manager.register(plugin, name="corp")
+    register(manager, plugin, name="corp")
     try:
         policy = PermissionPolicy(mode=PermissionMode.BYPASS, allow=parse_rules(["command(*)"]))
         person = Person()
@@ -569,16 +568,17 @@ def test_a_late_answer_reaches_agys_retry_of_the_gate(impatient_agy: Sim) -> Non
 
             async def after_the_retry() -> None:  # the person answers after agy timed out
                 first = turn.requests[0].key.step_index
-                async with asyncio.timeout(RETRY_TIMEOUT * 5):
-                    while True:
-                        steps = await turn.client.get_cascade_trajectory_steps(
-                            turn.cascade, step_offset=first
-                        )
-                        if steps[0]["status"] == "CORTEX_STEP_STATUS_ERROR" and any(
-                            s["status"] == WAITING for s in steps[1:]
-                        ):
-                            return
-                        await asyncio.sleep(0.05)
+                await await_until(
+                    lambda: turn.client.get_cascade_trajectory_steps(
+                        turn.cascade, step_offset=first
+                    ),
+                    until=lambda steps: (
+                        steps[0]["status"] == "CORTEX_STEP_STATUS_ERROR"
+                        and any(s["status"] == WAITING for s in steps[1:])
+                    ),
+                    timeout=RETRY_TIMEOUT * 5,
+                    what="agy to time the gate out and ask again",
+                )
 
             person.before_answer = after_the_retry
             await turn.send("run: echo late")

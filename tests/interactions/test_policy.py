@@ -7,7 +7,9 @@ from collections.abc import Iterator
 
 import pluggy
 import pytest
+from hookplugins import register
 
+from omnigent_agy.interactions.commandline import split_command
 from omnigent_agy.interactions.hooks import hookimpl, new_plugin_manager
 from omnigent_agy.interactions.policy import (
     InvalidRuleError,
@@ -22,7 +24,6 @@ from omnigent_agy.interactions.policy import (
     decide,
     parse_rule,
     parse_rules,
-    split_command,
 )
 
 PROJECT = "/home/u/project"
@@ -228,7 +229,7 @@ class CurlPolicy:
 def manager() -> Iterator[pluggy.PluginManager]:
     manager = new_plugin_manager(load_entry_points=False)
     plugin = CurlPolicy()
-    manager.register(plugin, name="curl-policy")
+    register(manager, plugin, name="curl-policy")
     yield manager
     manager.unregister(plugin)
 
@@ -267,7 +268,7 @@ def test_plugin_returning_garbage_fails_loudly() -> None:
             return "allow"
 
     manager = new_plugin_manager(load_entry_points=False)
-    manager.register(Broken())
+    register(manager, Broken())
     with pytest.raises(TypeError, match="expected PermissionDecision"):
         decide(command("make"), POLICY, manager)
 

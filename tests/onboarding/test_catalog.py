@@ -1,4 +1,4 @@
-"""The model catalog against a GetAvailableModels payload shaped per WIRE.md §3/§5."""
+"""The model catalog against a GetAvailableModels payload shaped per docs/wire.md §3/§5."""
 
 from __future__ import annotations
 

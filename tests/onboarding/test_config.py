@@ -1,4 +1,4 @@
-"""User configuration: the flag, the executable, the policy block, and editing the file."""
+"""User configuration: the flag, the policy block, the keep limits, and editing the file."""
 
 from __future__ import annotations
 
@@ -11,22 +11,22 @@ from pathlib import Path
 import pytest
 import yaml
 
+from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
 from omnigent_agy.agy.keep import KeepPolicy
+from omnigent_agy.agy.statedir import STATE_DIR_ENV
 from omnigent_agy.interactions.policy import PermissionMode, parse_rule
 from omnigent_agy.onboarding.config import (
     ENV_ENABLED,
     ENV_IDLE_STOP_AFTER,
     ENV_MAX_KEPT,
-    ENV_PATH,
+    ENV_TRUSTED_WORKSPACES,
     AgyConfig,
-    AgyNotFoundError,
     ConfigError,
     default_config_path,
     load_config,
     parse_config,
-    resolve_executable,
-    set_enabled,
 )
+from omnigent_agy.onboarding.config_file import set_enabled
 
 NO_ENV: dict[str, str] = {}
 
@@ -240,62 +240,6 @@ def test_set_enabled_refuses_to_clobber(config_file: Path, text: str) -> None:
     assert config_file.read_text() == text
 
 
-# --- the executable ------------------------------------------------------------------
-
-
-def executable(path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("#!/bin/sh\nexit 0\n")
-    path.chmod(0o755)
-    return path
-
-
-def test_executable_from_the_environment_wins(tmp_path: Path) -> None:
-    env_agy = executable(tmp_path / "env" / "agy")
-    path_agy = executable(tmp_path / "bin" / "agy")
-    config = AgyConfig(path=tmp_path / "c.yaml", command=str(tmp_path / "nowhere"))
-    env = {ENV_PATH: str(env_agy), "PATH": str(path_agy.parent)}
-    assert resolve_executable(config, env) == env_agy
-
-
-def test_executable_from_the_config_then_path(tmp_path: Path) -> None:
-    config_agy = executable(tmp_path / "opt" / "agy-sim")
-    path_agy = executable(tmp_path / "bin" / "agy")
-    env = {"PATH": str(path_agy.parent)}
-    config = AgyConfig(path=tmp_path / "c.yaml", command=str(config_agy))
-    assert resolve_executable(config, env) == config_agy
-    assert resolve_executable(AgyConfig(path=tmp_path / "c.yaml"), env) == path_agy
-    by_name = AgyConfig(path=tmp_path / "c.yaml", command="agy")
-    assert resolve_executable(by_name, env) == path_agy
-
-
-def test_an_explicit_executable_that_is_missing_never_falls_back(tmp_path: Path) -> None:
-    executable(tmp_path / "bin" / "agy")
-    env = {ENV_PATH: str(tmp_path / "typo" / "agy"), "PATH": str(tmp_path / "bin")}
-    with pytest.raises(AgyNotFoundError) as caught:
-        resolve_executable(AgyConfig(path=tmp_path / "c.yaml"), env)
-    assert ENV_PATH in str(caught.value)
-    assert "Fix or unset" in caught.value.remediation
-
-
-def test_a_non_executable_file_is_refused(tmp_path: Path) -> None:
-    plain = tmp_path / "agy"
-    plain.write_text("")
-    os.chmod(plain, 0o644)
-    config = AgyConfig(path=tmp_path / "c.yaml", command=str(plain))
-    with pytest.raises(AgyNotFoundError, match=r"harness\.agy-cli\.command"):
-        resolve_executable(config, {"PATH": ""})
-
-
-def test_agy_missing_from_path_says_how_to_install(tmp_path: Path) -> None:
-    with pytest.raises(AgyNotFoundError) as caught:
-        resolve_executable(AgyConfig(path=tmp_path / "c.yaml"), {"PATH": str(tmp_path)})
-    assert "not on PATH" in str(caught.value)
-    assert "install.sh" in caught.value.remediation
-    assert ENV_PATH in caught.value.remediation
-    assert caught.value.code == "agy_not_installed"
-
-
 def test_tmux_socket_names_the_socket(config_file: Path) -> None:
     write(config_file, "harness:\n  agy-cli: {tmux_socket: agy-work.1}\n")
     assert load_config(config_file, env=NO_ENV).tmux_socket == "agy-work.1"
@@ -389,3 +333,75 @@ def test_the_gemini_home_the_relay_and_the_mcp_servers(config_file: Path) -> Non
     assert config.omnigent_tools is False
     assert config.mcp_servers.admits("github")
     assert not config.mcp_servers.admits("slack")
+
+
+def test_no_folder_is_trusted_by_default(config_file: Path) -> None:
+    assert parse_config({}, path=config_file, env=NO_ENV).trusted_workspaces == ()
+
+
+def test_the_operator_lists_trusted_folders_and_the_variable_adds_to_them(
+    config_file: Path, tmp_path: Path
+) -> None:
+    document = {"harness": {"agy-cli": {"trusted_workspaces": ["/srv/repo", "~/work/**"]}}}
+    extra = os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")])
+    config = parse_config(document, path=config_file, env={ENV_TRUSTED_WORKSPACES: extra})
+    assert [p.text for p in config.trusted_workspaces] == [
+        "/srv/repo",
+        "~/work/**",
+        str(tmp_path / "a"),
+        str(tmp_path / "b"),
+    ]
+    assert config.trusted_workspaces[1].subtree
+
+
+@pytest.mark.parametrize(
+    ("value", "key"),
+    [
+        ("/srv/repo", r"harness\.agy-cli\.trusted_workspaces must be a list"),
+        (["repo"], r"harness\.agy-cli\.trusted_workspaces\[0\] 'repo' must be an absolute"),
+        (["/a", 3], r"harness\.agy-cli\.trusted_workspaces\[1\] must be an absolute"),
+        (["/a/*/b"], r"harness\.agy-cli\.trusted_workspaces\[0\] '/a/\*/b' must be"),
+    ],
+)
+def test_a_bad_trusted_folder_names_the_key(config_file: Path, value: object, key: str) -> None:
+    document = {"harness": {"agy-cli": {"trusted_workspaces": value}}}
+    with pytest.raises(ConfigError, match=key):
+        parse_config(document, path=config_file, env=NO_ENV)
+
+
+def test_a_relative_folder_in_the_variable_names_the_variable(config_file: Path) -> None:
+    with pytest.raises(ConfigError, match=ENV_TRUSTED_WORKSPACES) as caught:
+        parse_config({}, path=config_file, env={ENV_TRUSTED_WORKSPACES: "repo"})
+    assert caught.value.key == ENV_TRUSTED_WORKSPACES
+
+
+@pytest.mark.parametrize(
+    ("where", "key"),
+    [
+        ("file", "harness.agy-cli.gemini_home"),
+        ("env", GEMINI_HOME_ENV),
+        ("env", STATE_DIR_ENV),
+    ],
+)
+def test_a_relative_folder_is_a_config_error_saying_what_to_do(
+    config_file: Path, where: str, key: str
+) -> None:
+    """A relative gemini dir or state folder is another folder in `omnigent host` than in the
+    harness process it spawns (issue 18): refused where it is read, naming the setting."""
+    env: dict[str, str] = {}
+    if where == "file":
+        write(config_file, "harness:\n  agy-cli:\n    gemini_home: dotfiles/gemini\n")
+    else:
+        write(config_file, "")
+        env[key] = "dotfiles/gemini"
+    with pytest.raises(ConfigError) as refused:
+        load_config(config_file, env=env)
+    assert refused.value.key == key
+    assert f"{key} is 'dotfiles/gemini', a relative path" in str(refused.value)
+    assert "give an absolute path (or one under ~)" in str(refused.value)
+
+
+def test_folders_under_home_or_absolute_are_taken(config_file: Path, tmp_path: Path) -> None:
+    write(config_file, "harness:\n  agy-cli:\n    gemini_home: ~/dotfiles/gemini\n")
+    env = {GEMINI_HOME_ENV: str(tmp_path / "g"), STATE_DIR_ENV: "~/state"}
+    assert load_config(config_file, env=env).gemini_home == "~/dotfiles/gemini"

@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,9 +15,12 @@ import pluggy
 import psutil
 import pytest
 from gemini_home import make_person_gemini
+from hookplugins import register
+from waiting import wait_until
 
 from omnigent_agy.interactions import hooks
 from omnigent_agy.interactions.hooks import OnboardingCheck, hookimpl
+from omnigent_agy.onboarding.agy_models import ModelsForm, parse_models_output
 from omnigent_agy.onboarding.config import ENV_ENABLED, ENV_PATH, AgyConfig, load_config
 from omnigent_agy.onboarding.doctor import (
     CheckResult,
@@ -103,9 +105,22 @@ def test_agy_found_through_the_config_and_on_path(script: Script, tmp_path: Path
     assert on_path.summary == f"{fake} (from PATH)"
 
 
+def test_agy_found_where_its_installer_puts_it_says_so(tmp_path: Path) -> None:
+    installed = tmp_path / "home" / ".local" / "bin" / "agy"
+    installed.parent.mkdir(parents=True)
+    installed.write_text("#!/bin/sh\n")
+    installed.chmod(0o755)
+    env = {"PATH": str(tmp_path / "empty"), "HOME": str(tmp_path / "home")}
+    result = check_agy_on_path(AgyConfig(path=tmp_path / "c.yaml"), env)
+    assert result.status is Status.OK
+    assert result.summary == (
+        f"{installed} (from PATH: not on PATH, found where agy's installer puts it)"
+    )
+
+
 @pytest.mark.parametrize("env_path", ["", "/nonexistent/agy"])
 def test_agy_missing(tmp_path: Path, env_path: str) -> None:
-    env = {"PATH": str(tmp_path), ENV_PATH: env_path}
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path), ENV_PATH: env_path}
     result = check_agy_on_path(AgyConfig(path=tmp_path / "c.yaml"), env)
     assert result.status is Status.FAIL
     assert result.code == "agy_not_installed"
@@ -172,20 +187,16 @@ def test_a_hanging_agy_is_killed_with_its_children(script: Script, tmp_path: Pat
     assert result.status is Status.FAIL
     assert result.code == "agy_launch_failed"
     assert "did not finish within 1 s" in result.summary
-    assert _ends(int(marker.read_text()))
+    pid = int(marker.read_text())
+    wait_until(lambda: _ended(pid), timeout=10, what=f"the hung agy's child {pid} to end")
 
 
-def _ends(pid: int, deadline: float = 10.0) -> bool:
-    """The process is gone or a zombie (its reaper may be slow) before the deadline."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
+def _ended(pid: int) -> bool:
+    """The process is gone or a zombie (its reaper may be slow)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def test_a_file_that_cannot_run(tmp_path: Path) -> None:
@@ -201,10 +212,59 @@ def test_a_file_that_cannot_run(tmp_path: Path) -> None:
 # -- sign-in ---------------------------------------------------------------------------------
 
 
-def test_the_simulator_is_signed_in() -> None:
-    result = check_signed_in(AGY_SIM)
+@pytest.mark.parametrize(
+    "form",
+    [
+        pytest.param((), id="table"),  # agy from August 2026 (docs/wire.md §9)
+        pytest.param(("--sim-models-format", "ids"), id="bare-ids"),  # older builds
+        pytest.param(("--output-format", "json"), id="json"),
+    ],
+)
+def test_the_simulator_is_signed_in(script: Script, form: tuple[str, ...]) -> None:
+    """Each form `agy models` prints, from agy-sim as a process, counts the same models."""
+    result = check_signed_in(sim_wrapper(script, *form))
     assert result.status is Status.OK
     assert result.summary == "signed in; agy offers 10 models"
+
+
+@pytest.mark.parametrize(
+    ("form", "expected"),
+    [
+        pytest.param((), ModelsForm.TABLE, id="table"),
+        pytest.param(("--sim-models-format", "ids"), ModelsForm.IDS, id="bare-ids"),
+        pytest.param(("--output-format", "json"), ModelsForm.JSON, id="json"),
+    ],
+)
+def test_agy_models_of_the_simulator_parse(form: tuple[str, ...], expected: ModelsForm) -> None:
+    ran = subprocess.run(
+        [str(AGY_SIM), *form, "models"], capture_output=True, text=True, timeout=60, check=True
+    )
+    listing = parse_models_output(ran.stdout)
+    assert listing.form is expected
+    assert listing.unread == ()
+    assert len(listing.models) == 10
+    assert listing.models[2].id == "gemini-3-pro-high"
+    if expected is not ModelsForm.IDS:
+        assert listing.models[2].display_name == "Gemini 3 Pro (High)"
+        assert listing.models[2].description == "Advanced reasoning"
+
+
+def test_output_format_after_the_sub_command_is_refused() -> None:
+    ran = subprocess.run(
+        [str(AGY_SIM), "models", "--output-format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 2
+    assert "before the sub-command" in ran.stderr
+
+
+def test_an_agy_listing_no_model_is_a_warning(script: Script) -> None:
+    result = check_signed_in(script("agy", "echo 'Fetching available models...'"))
+    assert result.status is Status.WARN
+    assert result.summary == "`agy models` succeeded but listed no model"
 
 
 @pytest.mark.parametrize("how", ["env", "flag"])
@@ -228,9 +288,15 @@ def test_sign_in_output_is_never_shown_raw(script: Script) -> None:
     assert result.status is Status.FAIL
     assert TOKEN not in result.summary
     assert "auth failed for [redacted]" in result.summary
-    chatty = script("agy2", f'echo "Gemini 3 Pro {TOKEN}"; echo "Gemini 3 Flash"')
+    chatty = script(
+        "agy2",
+        "printf 'Fetching available models...\\n"
+        f"gemini-3-pro\\tGemini 3 Pro · {TOKEN}\\ngemini-3-flash\\tGemini 3 Flash\\n"
+        f"an unexpected line {TOKEN}\\n'",
+    )
     ok = check_signed_in(chatty)
-    assert ok.summary == "signed in; agy offers 2 models"
+    assert ok.summary == "signed in; agy offers 2 models; 1 line(s) of its output not understood"
+    assert TOKEN not in ok.summary
 
 
 def test_a_hanging_sign_in_is_a_warning(script: Script) -> None:
@@ -411,7 +477,7 @@ def _raise() -> hooks.CheckResult:
 @pytest.fixture
 def manager() -> Iterator[pluggy.PluginManager]:
     manager = hooks.new_plugin_manager(load_entry_points=False)
-    manager.register(CorpChecks(), name="corp")
+    register(manager, CorpChecks(), name="corp")
     yield manager
     manager.unregister(name="corp")
 
@@ -433,7 +499,8 @@ def test_plugin_checks_are_run_and_converted(manager: pluggy.PluginManager) -> N
 
 @needs_tmux
 def test_a_healthy_setup_passes(clean_env: Path, tmp_path: Path) -> None:
-    path = config_file(clean_env, "harness:\n  agy-cli:\n    enabled: true\n")
+    trusted = f"    trusted_workspaces: [{tmp_path}]\n"
+    path = config_file(clean_env, "harness:\n  agy-cli:\n    enabled: true\n" + trusted)
     make_person_gemini(clean_env / ".gemini")  # the person signed in with agy
     manager = hooks.new_plugin_manager(load_entry_points=False)
     results = run_doctor(
@@ -445,8 +512,11 @@ def test_a_healthy_setup_passes(clean_env: Path, tmp_path: Path) -> None:
         "agy executable",
         "agy version",
         "agy signed in",
+        "agy quota",
         "tmux",
         "instructions file",
+        "workspace",
+        "workspace trusted",
         "agy's folder",
         "agy's folder: signed in",
         "agy's folder: onboarding",
@@ -454,7 +524,10 @@ def test_a_healthy_setup_passes(clean_env: Path, tmp_path: Path) -> None:
         "agy's folder: settings",
         "agy's folder: MCP servers",
     ]
-    assert all(r.status is Status.OK for r in results), results
+    # No agy of omnigent-agy runs here, so the quota is unknown: not a failure.
+    assert {r.name: r.status for r in results if r.status is not Status.OK} == {
+        "agy quota": Status.SKIP
+    }
     assert exit_code(results) == 0
     assert preflight(load_config(path, env={}), {ENV_PATH: str(AGY_SIM)}) is None
 
@@ -463,7 +536,10 @@ def test_a_missing_agy_skips_what_depends_on_it(
     clean_env: Path, tmp_path: Path, manager: pluggy.PluginManager
 ) -> None:
     results = run_doctor(
-        AgyConfig(path=tmp_path / "c.yaml"), tmp_path, env={"PATH": str(tmp_path)}, manager=manager
+        AgyConfig(path=tmp_path / "c.yaml"),
+        tmp_path,
+        env={"PATH": str(tmp_path), "HOME": str(tmp_path)},
+        manager=manager,
     )
     by_name = {r.name: r for r in results}
     assert by_name["agy executable"].status is Status.FAIL
@@ -512,7 +588,7 @@ def test_an_invalid_config_is_reported_and_the_rest_still_runs(
 def test_preflight_returns_the_first_failure(
     script: Script, tmp_path: Path, setup: str, code: str
 ) -> None:
-    env: dict[str, str] = {"PATH": str(tmp_path / "empty")}
+    env: dict[str, str] = {"PATH": str(tmp_path / "empty"), "HOME": str(tmp_path)}
     if setup == "old":
         env[ENV_PATH] = str(sim_wrapper(script, "--sim-version", "1.2.1"))
     elif setup == "signed-out":
@@ -532,6 +608,7 @@ def test_render_marks_and_remediations() -> None:
         CheckResult("two", Status.WARN, "hmm", "do this"),
         CheckResult("three", Status.FAIL, "broken", "run `agy`", "agy_signed_out"),
         CheckResult("four", Status.SKIP, "skipped: agy not found"),
+        CheckResult("five", Status.OK, "plan: Pro", details=("Gemini: 5 h: 62% left",)),
     ]
     assert render(results).splitlines() == [
         "✓ one    fine",
@@ -540,10 +617,13 @@ def test_render_marks_and_remediations() -> None:
         "✗ three  broken",
         "    -> run `agy`",
         "- four   skipped: agy not found",
+        "✓ five   plan: Pro",
+        "           Gemini: 5 h: 62% left",
         "",
         "1 failed, 1 warning.",
     ]
     assert render(results, unicode=False).splitlines()[3] == "XX three  broken"
+    assert render(results, unicode=False).splitlines()[7] == "            Gemini: 5 h: 62% left"
     assert render(results[:1]).endswith("All checks passed.")
     assert exit_code(results) == 1
     assert exit_code(results[:2]) == 0
@@ -555,7 +635,9 @@ def test_render_marks_and_remediations() -> None:
         "summary": "broken",
         "remediation": "run `agy`",
         "code": "agy_signed_out",
+        "details": [],
     }
+    assert document["checks"][4]["details"] == ["Gemini: 5 h: 62% left"]
 
 
 # -- the command -----------------------------------------------------------------------------

@@ -15,24 +15,25 @@ from omnigent.community.harness.agy.failures import executor_error_for, to_execu
 from omnigent.inner.executor import ExecutorError
 
 import omnigent_agy
-from omnigent_agy.agy.launcher import LaunchError
+from omnigent_agy.agy.process import LaunchError
 from omnigent_agy.agy.statedir import StateDirError
 from omnigent_agy.agy.terminal import TerminalError
 from omnigent_agy.interactions.hooks import PluginLoadError
 from omnigent_agy.interactions.policy import InvalidRuleError
 from omnigent_agy.onboarding.catalog import InvalidEffortError, UnknownModelError
 from omnigent_agy.onboarding.config import AgyNotFoundError, ConfigError
+from omnigent_agy.onboarding.explain import failure_for
 from omnigent_agy.onboarding.failures import (
     CATALOGUE,
     MIN_AGY_VERSION,
-    REDACTED,
     Failure,
-    failure_for,
+    gave_up_waiting_failure,
     kind_for_code,
-    scrub,
+    model_error_failure,
     signed_out_failure,
     too_old_failure,
 )
+from omnigent_agy.onboarding.scrub import REDACTED, scrub
 from omnigent_agy.rpc.discovery import (
     AgyExitedError,
     ConversationNotFoundError,
@@ -50,7 +51,6 @@ from omnigent_agy.rpc.errors import (
     RpcError,
     StreamStalled,
 )
-from omnigent_agy.simulator.faults import FaultConfigError
 
 # A token as the launcher makes them (secrets.token_urlsafe(32)), fixed so a failure replays.
 TOKEN = "Zq3xP-8LwR2vT_k9mNcY4bH7sJdF1gA6eU0oIiXyVtQ"
@@ -138,7 +138,6 @@ CASES: list[tuple[str, Build, str]] = [
     ),
     ("launch", lambda t: LaunchError(f"record {t} is not this agy's"), "agy_launch_failed"),
     ("non-loopback", lambda t: NonLoopbackHostError(f"host {t}"), "agy_internal"),
-    ("fault-config", lambda t: FaultConfigError(f"fault {t}"), "agy_internal"),
     ("root", lambda t: AgyError(f"something {t}"), "agy_internal"),
     ("foreign", lambda t: ValueError(f"unexpected {t}"), "agy_internal"),
     ("cancelled", asyncio.CancelledError, "agy_internal"),
@@ -184,6 +183,7 @@ def test_remediations_name_a_command() -> None:
             "agy_effort_invalid",
             "agy_message_unsupported",
             "agy_state_dir_invalid",
+            "agy_interaction_timed_out",  # the remedy is on the card: answer it in time
         }, kind.code
     assert len({kind.code for kind in CATALOGUE}) == len(CATALOGUE)
 
@@ -196,6 +196,13 @@ MAPPED_BY_THEIR_MODULE = {
     "omnigent_agy.interactions.delivery.InteractionDeliveryError",  # a changed agy: set a code
     # answered to agy as a refusal, never raised
     "omnigent_agy.interactions.prompts.PromptUnavailableError",
+    # answered to agy as the MCP tool's error, in the relay process agy starts
+    "omnigent_agy.relay.harness_client.RelayError",
+    # becomes RpcError(UNAVAILABLE) at rpc.translate, the one boundary of the wire layer
+    "omnigent_agy.rpc.channel.NeverSentError",
+    # `omnigent-agy probe`'s own errors, printed by that command; no turn runs the probe
+    "omnigent_agy.probe.facts.ProbeError",
+    "omnigent_agy.probe.recording.RecordingLeakError",
 }
 
 
@@ -318,6 +325,27 @@ def test_signed_out_and_too_old_helpers() -> None:
     assert "1.2.1" in old.message
     assert ".".join(map(str, MIN_AGY_VERSION)) in old.message
     assert "install.sh" in old.remediation
+
+
+def test_the_turn_failures_agy_ends_a_turn_with() -> None:
+    waited = gave_up_waiting_failure(f"permission timed out (x-codeium-csrf-token: {TOKEN})")
+    assert waited.code == "agy_interaction_timed_out"
+    assert waited.title == "agy gave up waiting for your answer"
+    assert waited.message.startswith("agy stopped waiting for an answer: permission timed out")
+    assert TOKEN not in waited.message
+    assert "answer the card while it is shown" in waited.remediation
+    assert waited.retryable is True
+    # agy's own verdict decides whether a retry can help a model error.
+    for retryable in (True, False):
+        failed = model_error_failure("Encountered retryable error 503", retryable=retryable)
+        assert (failed.code, failed.message) == (
+            "agy_model_error",
+            "Encountered retryable error 503",
+        )
+        assert failed.title == "agy's model call failed"
+        assert "/model" in failed.remediation
+        assert "`omnigent-agy doctor`" in failed.remediation
+        assert failed.retryable is retryable
 
 
 # -- scrub -----------------------------------------------------------------------------------

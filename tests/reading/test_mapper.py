@@ -36,7 +36,8 @@ from omnigent_agy.reading.events import (
     apply_delta,
     turn_usage,
 )
-from omnigent_agy.reading.mapper import MapperState, map_step
+from omnigent_agy.reading.mapper import map_step
+from omnigent_agy.reading.mapper_state import MapperState
 from omnigent_agy.reading.steps import InteractionKind, ModelUsage, StepKey
 
 REPO = Path(__file__).resolve().parents[2]
@@ -419,7 +420,7 @@ def test_own_fixture_through_the_mapper(name: str) -> None:
     events: list[Event] = []
     for index, step in steps:
         events += map_step(state, step, absolute_index=index)
-        # The same frame again adds nothing: the stream re-sends whole steps (WIRE.md §4).
+        # The same frame again adds nothing: the stream re-sends whole steps (docs/wire.md §4).
         assert map_step(state, step, absolute_index=index) == []
     check_invariants(events)
     expect = OWN_EXPECTATIONS.get(name)
@@ -588,7 +589,7 @@ def _generating(text: str | None, *, thinking: str | None = None) -> dict[str, A
     step["status"] = "CORTEX_STEP_STATUS_GENERATING"
     del step["metadata"]["modelUsage"]
     response = step["plannerResponse"]
-    del response["response"]  # absent until the DONE commit (WIRE.md §4)
+    del response["response"]  # absent until the DONE commit (docs/wire.md §4)
     if text is None:
         del response["modifiedResponse"]
     else:
@@ -686,7 +687,7 @@ def test_a_frame_without_text_keeps_what_was_streamed() -> None:
 def test_stream_and_poll_copies_of_a_tool_step_are_the_same_call() -> None:
     poll = own("run_command_done.json")
     stream = copy.deepcopy(poll)
-    del stream["metadata"]["toolCall"]  # what the stream strips (WIRE.md §4)
+    del stream["metadata"]["toolCall"]  # what the stream strips (docs/wire.md §4)
     from_poll = map_step(MapperState(cascade_id=CASCADE), poll, absolute_index=3)
     from_stream = map_step(MapperState(cascade_id=CASCADE), stream, absolute_index=3)
     assert [dataclasses.replace(e, agy_call_id=None) for e in of(ToolCallStarted, from_poll)] == (
@@ -730,7 +731,7 @@ def test_a_changed_gate_on_the_same_waiting_step_is_announced_again() -> None:
 
 
 def timed_out_gate(state: MapperState, index: int = 3) -> tuple[dict[str, Any], list[Event]]:
-    """A RUN_COMMAND step WAITING at `index`, then timed out (ERROR, WIRE.md §6): the waiting
+    """A RUN_COMMAND step WAITING at `index`, then timed out (ERROR, docs/wire.md §6): the waiting
     step (to retry with) and the events of both."""
     waiting = own("run_command_waiting.json")
     events = map_step(state, waiting, absolute_index=index)
@@ -740,7 +741,7 @@ def timed_out_gate(state: MapperState, index: int = 3) -> tuple[dict[str, Any], 
 
 
 def test_a_gate_retried_after_a_timeout_is_one_call() -> None:
-    """agy retries a timed-out gate at a higher index (WIRE.md §6): still the one command the
+    """agy retries a timed-out gate at a higher index (docs/wire.md §6): still the one command the
     person is asked about, not a second call, and the timed-out attempt is no finished run."""
     state = MapperState(cascade_id=CASCADE)
     waiting, events = timed_out_gate(state)

@@ -19,7 +19,8 @@ from typing import Any
 
 import psutil
 import pytest
-from simproc import FAST, Sim, plan_model, sim_launcher, wait_for
+from simproc import FAST, Sim, plan_model, sim_launcher
+from waiting import await_until, wait_until
 
 from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.events import (
@@ -45,6 +46,8 @@ from omnigent_agy.reading.reader import (
 from omnigent_agy.reading.sink import QueueSink
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.discovery import AgyExitedError, discover_pin
+from omnigent_agy.rpc.endpoint import AgyEndpoint
+from omnigent_agy.rpc.whereabouts import Whereabouts
 
 pytestmark = pytest.mark.tmux
 
@@ -151,7 +154,9 @@ def assert_exactly_once(collected: Collected) -> str:
 def no_stray_threads() -> Iterator[None]:
     before = set(threading.enumerate())
     yield
-    wait_for(lambda: set(threading.enumerate()) <= before, "reader threads to end", 5.0)
+    wait_until(
+        lambda: set(threading.enumerate()) <= before, timeout=5.0, what="reader threads to end"
+    )
 
 
 def our_connections_to(port: int) -> list[Any]:
@@ -387,12 +392,17 @@ def test_skip_existing_publishes_no_history(sim: Sim) -> None:
 
 async def _wait_idle(sim: Sim, cascade: str) -> None:
     async with sim.client() as client:
-        for _ in range(400):
-            summary = (await client.get_all_cascade_trajectories())["trajectorySummaries"][cascade]
-            if summary["status"] == "CASCADE_RUN_STATUS_IDLE" and summary.get("stepCount"):
-                return
-            await asyncio.sleep(0.05)
-    raise AssertionError("the cascade never went idle")
+
+        async def summary() -> dict[str, Any]:
+            summaries = (await client.get_all_cascade_trajectories())["trajectorySummaries"]
+            return dict(summaries[cascade])
+
+        await await_until(
+            summary,
+            until=lambda s: s["status"] == "CASCADE_RUN_STATUS_IDLE" and s.get("stepCount"),
+            timeout=20,
+            what="the cascade to go idle with its steps",
+        )
 
 
 @pytest.mark.usefixtures("no_stray_threads")
@@ -446,7 +456,12 @@ def test_an_approval_gate_is_announced_once_and_the_command_output_follows(sim: 
 @pytest.mark.usefixtures("no_stray_threads")
 def test_clear_in_the_tui_rotates_to_the_new_conversation(sim: Sim) -> None:
     cascade, model = new_cascade(sim)
-    reader, collected = start_reader(sim, cascade)
+    # As the session starts it: on the conversation's whereabouts, which the reader rotates.
+    endpoint = AgyEndpoint(port=sim.port, csrf_token=sim.token or "")
+    where = Whereabouts(endpoint, cascade_id=cascade, follows_tui=True)
+    told: list[tuple[str, bool]] = []
+    where.on_bind(lambda bound, tui: told.append((bound, tui)))
+    reader, collected = start_reader(sim, cascade, whereabouts=where)
     try:
         send(sim, cascade, "hello there", model)
         collected.until(TurnEnded)
@@ -454,7 +469,14 @@ def test_clear_in_the_tui_rotates_to_the_new_conversation(sim: Sim) -> None:
         rotated = collected.until(ConversationRotated)
         assert rotated.old_cascade_id == cascade
         assert rotated.new_cascade_id != cascade
-        wait_for(lambda: reader.cascade_id == rotated.new_cascade_id, "the reader to re-bind")
+        # Rotated in the whereabouts (the record's callback told) before it was published.
+        assert where.cascade_id == rotated.new_cascade_id
+        assert told == [(rotated.new_cascade_id, True)]
+        wait_until(
+            lambda: reader.cascade_id == rotated.new_cascade_id,
+            timeout=20,
+            what="the reader to re-bind",
+        )
         send(sim, rotated.new_cascade_id, "after the clear", model)
         boundary = collected.until(TurnBoundary, lambda b: b.text == "after the clear")
         assert boundary.key.cascade_id == rotated.new_cascade_id
@@ -474,7 +496,7 @@ def test_a_rejected_token_stops_the_reader_with_a_failure(sim: Sim) -> None:
     try:
         failed = Collected(sink).until(ReaderFailed)
         assert failed.error.http_status == 403
-        wait_for(lambda: not reader.is_alive(), "the reader to stop by itself")
+        wait_until(lambda: not reader.is_alive(), timeout=20, what="the reader to stop by itself")
     finally:
         reader.stop()
 
@@ -492,7 +514,9 @@ def test_agy_restarting_on_a_new_port_is_found_again(sim: Sim) -> None:
         send(sim, cascade, "hello there", model)
         collected.until(TurnEnded)
         sim.set_faults(restart=len(sim.ports_logged()))
-        wait_for(lambda: sim.port != old_port, "agy-sim to restart on a new port")
+        wait_until(
+            lambda: sim.port != old_port, timeout=20, what="agy-sim to restart on a new port"
+        )
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", old_port)) != 0, "the old port still answers"
         send(sim, cascade, "still there?", model)
@@ -521,7 +545,7 @@ def test_client_factory_is_used_for_every_connection(sim: Sim) -> None:
     cascade, _ = new_cascade(sim)
     reader, _ = start_reader(sim, cascade, client_factory=factory)
     try:
-        wait_for(lambda: made, "the reader to connect")
+        wait_until(lambda: made, timeout=20, what="the reader to connect")
     finally:
         assert reader.stop()
     assert made == [sim.port]
@@ -536,7 +560,9 @@ def test_a_sub_agent_is_reported_and_never_mistaken_for_a_clear(sim: Sim) -> Non
         collected.until(TurnEnded)
         checks = reader.rotation_checks
         # Let the reader look at agy's cascades again now that the child exists.
-        wait_for(lambda: reader.rotation_checks > checks, "another look for a /clear", 10.0)
+        wait_until(
+            lambda: reader.rotation_checks > checks, timeout=10.0, what="another look for a /clear"
+        )
         started = collected.of(SubAgentStarted)
         finished = collected.of(SubAgentFinished)
         assert len(started) == 1
@@ -579,6 +605,8 @@ def test_the_reader_stops_once_agys_process_is_gone(tmp_path: Path) -> None:
             doomed.stop()
             failed = collected.until(ReaderFailed)
             assert isinstance(failed.error, AgyExitedError)
-            wait_for(lambda: not reader.is_alive(), "the reader to stop by itself")
+            wait_until(
+                lambda: not reader.is_alive(), timeout=20, what="the reader to stop by itself"
+            )
         finally:
             assert reader.stop()

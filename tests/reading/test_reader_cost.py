@@ -1,4 +1,4 @@
-"""The reader's work per stream frame does not grow with the conversation (DESIGN-NOTES §6)."""
+"""The reader's work per stream frame does not grow with the conversation (docs/decisions.md §6)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_growth_frames_write_no_cursor_and_a_commit_writes_it_once(tmp_path: Pat
 
 
 def snapshot(count: int) -> dict[str, object]:
-    """A first frame replaying `count` settled steps (WIRE.md §4), about 2.2 KB each."""
+    """A first frame replaying `count` settled steps (docs/wire.md §4), about 2.2 KB each."""
     steps = [
         planner(n, status="CORTEX_STEP_STATUS_DONE", text=f"{n} {ANSWER[:2000]}")
         for n in range(count)

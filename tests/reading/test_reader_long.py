@@ -1,6 +1,6 @@
 """A 20,000-step conversation (agy-sim --sim-history) attaches, first time and after a restart.
 
-Its first stream frame holds about 30 MB when agy replays it all (WIRE.md §4); the reader
+Its first stream frame holds about 30 MB when agy replays it all (docs/wire.md §4); the reader
 asks only for what it needs and still reads a full replay when it must.
 """
 

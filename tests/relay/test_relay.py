@@ -18,13 +18,15 @@ from mcp.client.stdio import stdio_client
 
 from omnigent_agy.relay.channel import (
     NOT_IN_TURN,
+    NOT_RELAYED,
     RELAY_SERVER,
     TURN_ENDED,
     RelayChannel,
     relay_entry,
     relay_socket_path,
+    tool_names,
 )
-from omnigent_agy.relay.mcp_server import NO_HARNESS
+from omnigent_agy.relay.harness_client import NO_HARNESS
 
 pytestmark = pytest.mark.anyio
 
@@ -114,6 +116,46 @@ async def test_a_call_in_a_turn_runs_through_the_tool_bridge(state: Path) -> Non
             assert calls == [("sys_session_list", {"limit": 5})]
     finally:
         await channel.aclose()
+
+
+# What omnigent 0.19.1 adds to a turn's tools once the agent declares a terminal (the shipped
+# one does: agy's own screen in the web's Terminal view).
+TERMINAL_TOOLS = [
+    {"name": "sys_terminal_launch", "parameters": {"type": "object", "properties": {}}},
+    {"type": "function", "function": {"name": "sys_terminal_send", "description": "Type keys"}},
+    {"name": "sys_terminal_read", "parameters": {"type": "object", "properties": {}}},
+]
+
+
+async def test_omnigents_terminal_tools_never_reach_agy(state: Path) -> None:
+    """agy must not type into its own screen (its TUI, in the web's Terminal view) and so
+    answer its own permission gates: the list agy receives has no sys_terminal_* tool, the
+    file it falls back to has none, and a call naming one is refused without running it."""
+    channel = channel_for(state)
+    await channel.start()
+    channel.set_tools([*TOOLS, *TERMINAL_TOOLS])
+    calls: list[str] = []
+
+    async def bridge(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        calls.append(name)
+        return {"result": "typed"}
+
+    try:
+        async with relay_client(state) as session:
+            listed = await session.list_tools()
+            assert [t.name for t in listed.tools] == ["sys_session_list", "web_fetch"]
+            saved = json.loads((state / "relay-tools.json").read_text())
+            assert "sys_terminal_" not in json.dumps(saved)
+            channel.open_turn(bridge)
+            result = await session.call_tool("sys_terminal_send", {"text": "/allow"})
+            assert result.isError
+            assert text(result) == NOT_RELAYED
+            assert calls == []
+    finally:
+        await channel.aclose()
+    assert relay_entry(state / "r.sock", state / "t.json", tool_names(channel.tools))[
+        "enabledTools"
+    ] == ["sys_session_list", "web_fetch"]
 
 
 async def test_a_refusal_of_omnigents_reaches_agy_as_an_error(state: Path) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import h2.errors
 import pytest
 from _raw_h2 import RawCall, RawH2Server
+from waiting import await_until
 
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.endpoint import never_sent
@@ -36,12 +37,6 @@ def client_of(server: RawH2Server, **kwargs: object) -> RpcClient:
 
 def echo(call: RawCall) -> None:
     call.answer(body=json.dumps({"n": len(call.body), "conn": call.connection}).encode())
-
-
-async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
-    async with asyncio.timeout(seconds):
-        while not condition():
-            await asyncio.sleep(0.01)
 
 
 async def test_concurrent_calls_share_one_connection() -> None:
@@ -148,7 +143,11 @@ async def test_a_call_that_times_out_is_reset_on_the_server() -> None:
         with pytest.raises(RpcError) as caught:
             await client.call("Heartbeat", {})
         assert caught.value.code is Code.DEADLINE_EXCEEDED
-        await until(lambda: server.resets == [server.calls[0].stream_id])
+        await await_until(
+            lambda: server.resets == [server.calls[0].stream_id],
+            timeout=5,
+            what="the server to see the reset",
+        )
         server.handler = echo
         assert (await client.call("Heartbeat", {}))["conn"] == 0
 
@@ -160,5 +159,7 @@ async def test_a_closed_idle_connection_is_replaced() -> None:
 
     async with RawH2Server(close_after_answering) as server, client_of(server) as client:
         assert (await client.call("Heartbeat", {}))["conn"] == 0
-        await until(server.links[0].transport.is_closing)
+        await await_until(
+            server.links[0].transport.is_closing, timeout=5, what="the connection to close"
+        )
         assert (await client.call("Heartbeat", {}))["conn"] == 1

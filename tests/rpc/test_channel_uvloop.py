@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from _helpers_server import TOKEN, FakeAgy, fake_agy
 
+from agy_sim.server import TlsConnectServer
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.simulator.server import TlsConnectServer
 
 __all__ = ["fake_agy"]  # the fixture is used by name
 

@@ -13,7 +13,9 @@ from typing import Any
 import httpx
 import pytest
 from _helpers_server import SNAPSHOT_STEPS, STREAM_UPDATES, TOKEN, FakeAgy, fake_agy
+from waiting import await_until
 
+from agy_sim.server import TlsConnectServer
 from omnigent_agy.rpc import retry as retry_module
 from omnigent_agy.rpc.channel import NeverSentError
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
@@ -26,7 +28,6 @@ from omnigent_agy.rpc.errors import (
     StreamStalled,
 )
 from omnigent_agy.rpc.lazyjson import LazyArray
-from omnigent_agy.simulator.server import TlsConnectServer
 
 __all__ = ["fake_agy"]  # the fixture is used by name
 
@@ -107,7 +108,7 @@ async def test_unary_calls_speak_http2_and_the_wire_shapes(fake_agy: Served) -> 
         {"cascadeId": "c-7", "stepOffset": 3},
         {"cascadeId": "c-7"},
     ]
-    # trajectoryId and stepIndex travel INSIDE interaction (WIRE.md §3/§6).
+    # trajectoryId and stepIndex travel INSIDE interaction (docs/wire.md §3/§6).
     assert agy.requests["HandleCascadeUserInteraction"] == [
         {
             "cascadeId": "c-7",
@@ -209,7 +210,7 @@ async def test_closing_a_stream_early_ends_it_on_the_server(fake_agy: Served) ->
 
 
 async def test_a_snapshots_steps_are_read_lazily_and_not_kept_after_use(fake_agy: Served) -> None:
-    # The first frame replays every step (WIRE.md §4). Its steps are decoded one at a time as
+    # The first frame replays every step (docs/wire.md §4). Its steps are decoded one at a time as
     # they are read, and nothing in the stream keeps the frame while it waits for the next
     # one: that is when it hands freed memory back, so a snapshot kept there would stay.
     _, server = fake_agy
@@ -224,10 +225,11 @@ async def test_a_snapshots_steps_are_read_lazily_and_not_kept_after_use(fake_agy
             del first, steps
             waiting = asyncio.create_task(anext(updates))  # the stream is silent now
             try:
-                deadline = asyncio.get_running_loop().time() + 10
-                while kept() is not None and asyncio.get_running_loop().time() < deadline:
-                    await asyncio.sleep(0.01)
-                assert kept() is None, "the stream keeps the frame while awaiting the next"
+                await await_until(
+                    lambda: kept() is None,
+                    timeout=10,
+                    what="the frame to be garbage while the stream awaits the next",
+                )
                 assert not waiting.done()
             finally:
                 waiting.cancel()
@@ -236,7 +238,7 @@ async def test_a_snapshots_steps_are_read_lazily_and_not_kept_after_use(fake_agy
 
 
 async def test_a_long_stream_and_concurrent_calls_share_the_loop(fake_agy: Served) -> None:
-    # DESIGN-NOTES §10: one owner loop drives a held-open stream and many unary calls.
+    # docs/decisions.md §10: one owner loop drives a held-open stream and many unary calls.
     agy, server = fake_agy
     async with rpc(server) as client:
         updates = client.stream_agent_state_updates("endless")
@@ -327,7 +329,7 @@ async def test_an_unknown_method_is_unimplemented(fake_agy: Served) -> None:
     _, server = fake_agy
     async with rpc(server) as client:
         with pytest.raises(RpcError) as caught:
-            await client.call("GetCascadeId", {})  # does not exist on agy (WIRE.md §3)
+            await client.call("GetCascadeId", {})  # does not exist on agy (docs/wire.md §3)
     assert (caught.value.code, caught.value.http_status) == (Code.UNIMPLEMENTED, 404)
 
 

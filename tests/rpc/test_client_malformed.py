@@ -268,6 +268,6 @@ async def test_steps_that_are_not_a_list_are_a_protocol_error() -> None:
 
 
 async def test_missing_steps_are_an_empty_list() -> None:
-    # Zero values are omitted on the wire (WIRE.md §3): no steps is no field.
+    # Zero values are omitted on the wire (docs/wire.md §3): no steps is no field.
     async with client_for(unary(200, b"{}", JSON)) as client:
         assert await client.get_cascade_trajectory_steps("c", step_offset=9) == []

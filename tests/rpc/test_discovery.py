@@ -1,4 +1,4 @@
-"""Port discovery with real processes, real sockets and real TLS HTTP/2 (WIRE.md §1)."""
+"""Port discovery with real processes, real sockets and real TLS HTTP/2 (docs/wire.md §1)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,21 +16,23 @@ import psutil
 import pytest
 from foreign import foreign_agy
 from simproc import end_process
+from waiting import wait_until
 
+from omnigent_agy.onboarding.explain import failure_for
 from omnigent_agy.rpc import listeners
+from omnigent_agy.rpc.agy_log import Announcement, LogScanner, LogWatcher
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.discovery import (
     AgyExitedError,
-    Announcement,
+    AgySignedOutError,
     ConversationNotFoundError,
     CsrfRejectedError,
     ForeignListenerError,
-    LogScanner,
-    LogWatcher,
     PortNeverOpenedError,
     Probe,
     discover_pin,
     probe_port,
+    until_announced,
 )
 from omnigent_agy.rpc.listeners import Listener, is_port_owned_by, port_ownership
 
@@ -58,6 +59,13 @@ LISTENING = "Language server listening on random port at {} for HTTPS (gRPC)"
         ),
         (f"I0102 ls.go:88] {LISTENING.format(5000)}\r\n", Announcement(5000, None)),
         (
+            f"I1202 05:12:00.123456  4242 server.go:123] {STARTING.format(4242)}\n"
+            "I1202 05:12:00.123501  4242 server.go:131] Language server version: 1.2.14\n"
+            "W1202 05:12:07.200000  4242 auth.go:57] OAuth: authenticated successfully\n"
+            f"I1202 05:12:08.900000  4242 server.go:123] {LISTENING.format(40123)}\n",
+            Announcement(40123, 4242),
+        ),
+        (
             f"{STARTING.format(1)}\n{LISTENING.format(1000)}\nnoise 77\n"
             f"{STARTING.format(2)}\n{LISTENING.format(2000)}\n",
             Announcement(2000, 2),
@@ -76,6 +84,7 @@ LISTENING = "Language server listening on random port at {} for HTTPS (gRPC)"
         "plain",
         "timestamps",
         "crlf-no-pid",
+        "glog",
         "restart-last-wins",
         "second-port-same-pid",
         "partial-port-line",
@@ -89,6 +98,37 @@ def test_log_scanner(text: str, expected: Announcement | None) -> None:
     scanner = LogScanner()
     scanner.feed(text)
     assert scanner.latest == expected
+
+
+GLOG = "I1202 05:12:00.123456  4242 server.go:123] "
+
+
+@pytest.mark.parametrize(
+    ("lines", "version", "signed_in"),
+    [
+        pytest.param([], None, None, id="nothing-said"),
+        pytest.param(
+            ["Language server version: 1.2.14", "OAuth: authenticated successfully"],
+            "1.2.14",
+            True,
+            id="signed-in",
+        ),
+        pytest.param(["You are not logged into Antigravity"], None, False, id="signed-out"),
+        pytest.param(
+            ["You are not logged into Antigravity", "OAuth: authenticated successfully"],
+            None,
+            True,
+            id="signed-in-later",
+        ),
+    ],
+)
+@pytest.mark.parametrize("prefix", ["", GLOG, "2026/01/02 15:04:05 "], ids=["plain", "glog", "go"])
+def test_log_scanner_reads_version_and_sign_in(
+    lines: list[str], version: str | None, signed_in: bool | None, prefix: str
+) -> None:
+    scanner = LogScanner()
+    scanner.feed("".join(f"{prefix}{line}\n" for line in lines))
+    assert (scanner.version, scanner.signed_in) == (version, signed_in)
 
 
 def test_log_scanner_split_anywhere_gives_the_same_result() -> None:
@@ -195,13 +235,6 @@ def _discover(**kwargs: Any) -> int:
     kwargs.setdefault("deadline", 30.0)
     kwargs.setdefault("poll_interval", 0.05)
     return asyncio.run(discover_pin(**kwargs)).port
-
-
-def _wait_until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {predicate}"
-        time.sleep(0.02)
 
 
 # -- listeners -------------------------------------------------------------------------------
@@ -322,7 +355,11 @@ def test_waits_through_start_up(spawn: Callable[..., Spawned], tmp_path: Path) -
 def test_starting_server_probes_as_starting(spawn: Callable[..., Spawned], tmp_path: Path) -> None:
     log = tmp_path / "agy.log"
     agy = _fake_agy(spawn, log, "--fake-no-log", "--fake-starting-seconds", "120")
-    _wait_until(lambda: port_ownership(agy.pid).candidate_ports)
+    wait_until(
+        lambda: port_ownership(agy.pid).candidate_ports,
+        timeout=10,
+        what="a listener of the fake agy",
+    )
     port = port_ownership(agy.pid).candidate_ports[0]
     assert asyncio.run(probe_port(port, csrf_token=TOKEN)) is Probe.STARTING
     with pytest.raises(PortNeverOpenedError, match="still said it was starting"):
@@ -357,11 +394,47 @@ def test_never_opened_port_fails_at_the_deadline(
 ) -> None:
     log = tmp_path / "agy.log"
     agy = _fake_agy(spawn, log, "--fake-never-listen")
-    _wait_until(log.exists)
+    wait_until(log.exists, timeout=10, what="agy's log file")
     with pytest.raises(PortNeverOpenedError) as info:
         _discover(pid=agy.pid, log_file=log, deadline=0.5)
     assert info.value.pid == agy.pid
     assert "agy" in info.value.remediation
+
+
+_SIGNED_OUT_AGY = """
+import sys, time
+with open(sys.argv[1], "w") as log:
+    log.write("I1202 05:12:00.123456  4242 server.go:123] Starting language server process"
+              " with pid 4242\\n")
+    log.write("E1202 05:12:00.200000  4242 auth.go:88] You are not logged into Antigravity\\n")
+if sys.argv[2] == "stay":
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("how", ["exits", "stays"])
+def test_an_agy_that_logs_it_is_signed_out_fails_as_signed_out(tmp_path: Path, how: str) -> None:
+    """A real agy not signed in may never serve; its log says why (docs/wire.md §9)."""
+    log = tmp_path / "agy.log"
+    mode = "stay" if how == "stays" else "exit"
+    agy = subprocess.Popen([sys.executable, "-c", _SIGNED_OUT_AGY, str(log), mode])
+    try:
+        wait_until(
+            lambda: log.exists() and "not logged" in log.read_text(),
+            timeout=10,
+            what="the sign-in line in agy's log",
+        )
+        if how == "exits":
+            agy.wait(10)
+        with pytest.raises(AgySignedOutError) as info:
+            _discover(pid=agy.pid, log_file=log, deadline=0.5)
+    finally:
+        agy.kill()
+        agy.wait(10)
+    assert "not logged into Antigravity" in str(info.value)
+    failure = failure_for(info.value)
+    assert failure.code == "agy_signed_out"
+    assert "sign in" in failure.remediation
 
 
 def test_listeners_that_are_not_agy_are_skipped(
@@ -440,3 +513,25 @@ def test_only_another_users_agy_in_sight_is_a_foreign_listener(
         with pytest.raises(ForeignListenerError, match=str(foreign.port)):
             _discover(pid=ours.pid, log_file=log, deadline=1.0)
         foreign.untouched(foreign.port)
+
+
+def test_a_port_line_in_the_log_ends_the_wait_between_two_scans(tmp_path: Path) -> None:
+    """Between two scans of the listeners agy's log is read: its port line is followed at
+    once, not after the rest of the poll interval (docs/performance.md, "Cold start")."""
+    log = tmp_path / "agy.log"
+    log.write_text("I starting\n", encoding="utf-8")
+    watcher = LogWatcher(log)
+
+    async def go() -> Announcement | None:
+        known = watcher.poll()
+        waiting = asyncio.ensure_future(until_announced(watcher, known, 3600.0))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()  # nothing new in the log: still waiting
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write("I Language server listening on random port at 4242 for HTTPS\n")
+        await asyncio.wait_for(waiting, 30)  # not the hour it was given
+        return watcher.poll()
+
+    assert asyncio.run(go()) == Announcement(4242, None)
+    # With nothing announced it sleeps what it was given, and returns.
+    asyncio.run(until_announced(watcher, Announcement(4242, None), 0.05))

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from simproc import FAST, Sim, sim_launcher, wait_for
+from simproc import FAST, Sim, sim_launcher
+from waiting import wait_until
 
 from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient, never_sent
 from omnigent_agy.rpc.errors import Code, RpcError
@@ -99,7 +100,9 @@ def test_a_following_client_answers_from_the_new_port_after_agy_moved(sim: Sim) 
         try:
             await link.run(lambda c: c.heartbeat())
             sim.set_faults(restart=1)
-            await asyncio.to_thread(wait_for, lambda: sim.port != old, "a new port")
+            await asyncio.to_thread(
+                wait_until, lambda: sim.port != old, timeout=20, what="a new port"
+            )
             # Not idempotent and not resend-safe, but a refused connection never reached agy.
             await link.run(lambda c: c.start_cascade(), resend_safe=False)
             client = await link.client()

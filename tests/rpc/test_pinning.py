@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 from foreign import AS_USER, other_user
-from simproc import FAST, Sim, end_process, sim_launcher, wait_for
+from simproc import FAST, Sim, end_process, sim_launcher
+from waiting import await_until, wait_until
 
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.discovery import discover_pin
@@ -69,8 +70,10 @@ def stranger_on(port: int) -> Iterator[Stranger]:
         argv += [str(port), str(folder)]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_for(
-            lambda: proc.poll() is not None or (folder / "bound").exists(), "the stranger to bind"
+        wait_until(
+            lambda: proc.poll() is not None or (folder / "bound").exists(),
+            timeout=20,
+            what="the stranger to bind",
         )
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         yield Stranger(folder, uid)
@@ -102,11 +105,15 @@ def _pinned_link(sim: Sim, pin: Pin) -> FollowingClient:
 def _move(sim: Sim) -> int:
     old = sim.port
     sim.set_faults(restart=len(sim.ports_logged()))
-    return wait_for(lambda: (port := sim.port) != old and port, "agy-sim on a new port")
+    return wait_until(
+        lambda: (port := sim.port) != old and port, timeout=20, what="agy-sim on a new port"
+    )
 
 
 def _reached_only_the_handshake(stranger: Stranger) -> None:
-    seen = wait_for(stranger.connections, "the stranger to see the connection end")
+    seen = wait_until(
+        stranger.connections, timeout=20, what="the stranger to see the connection end"
+    )
     assert len(seen) == 1, seen  # the one new connection; discovery never asked it
     assert stranger.received() == b"", "request bytes reached the stranger"
     assert all(c["bytes"] == 0 for c in seen), seen
@@ -125,7 +132,9 @@ def test_the_unary_channel_reconnecting_to_a_port_agy_left_sends_nothing_there(s
             new = await asyncio.to_thread(_move, sim)
             with stranger_on(old.port) as stranger:
                 # The old server closed the channel's connection when it stopped.
-                await _wait(lambda: _channel_closed(client), "the unary connection to end")
+                await await_until(
+                    lambda: _channel_closed(client), timeout=20, what="the unary connection to end"
+                )
                 # Not resend-safe: it may only be sent again because it never left.
                 cascade = await link.run(lambda c: c.start_cascade(), resend_safe=False)
                 _reached_only_the_handshake(stranger)
@@ -178,7 +187,7 @@ def test_the_pinned_certificate_is_the_one_agy_serves_and_no_other(sim: Sim) -> 
         assert "certificate=" in repr(pin)
         assert pin.certificate is not None
         assert pin.certificate.hex() not in repr(pin)
-        # agy-sim's listeners get a fresh self-signed certificate on every start (WIRE.md §1
+        # agy-sim's listeners get a fresh self-signed certificate on every start (docs/wire.md §1
         # says only "self-signed"): after a move, discovery pins the new one.
         new = await asyncio.to_thread(_move, sim)
         moved = await discover_pin(
@@ -200,12 +209,3 @@ def _channel_closed(client: RpcClient) -> bool:
     channel = client._channel
     connection = channel._connection if channel is not None else None
     return connection is None or connection.closed
-
-
-async def _wait(condition: Any, what: str, timeout: float = 20.0) -> None:
-    try:
-        async with asyncio.timeout(timeout):
-            while not condition():
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}") from None

@@ -1,4 +1,4 @@
-"""No error text carries the CSRF token, whatever the server answers (DESIGN-NOTES §9).
+"""No error text carries the CSRF token, whatever the server answers (docs/decisions.md §9).
 
 agy-sim runs as a separate process with a fresh random token; its hostile ``echo_headers``
 fault (docs/simulator.md: not agy's behaviour) answers with an error whose text repeats the

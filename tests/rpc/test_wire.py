@@ -1,4 +1,4 @@
-"""The connect envelope codec (WIRE.md §2), split every way a network can split it."""
+"""The connect envelope codec (docs/wire.md §2), split every way a network can split it."""
 
 from __future__ import annotations
 
@@ -165,7 +165,7 @@ def test_an_end_of_stream_error_is_decoded() -> None:
 
 
 def test_an_end_of_stream_error_without_a_code_is_unknown() -> None:
-    # agy's answer for the deprecated reactive stream (WIRE.md §3) carries only a message.
+    # agy's answer for the deprecated reactive stream (docs/wire.md §3) carries only a message.
     frames = decode(
         [encode_envelope({"error": {"message": "reactive state is deprecated"}}, end_stream=True)]
     )

@@ -1,9 +1,11 @@
-"""The session's pre-flight checks agy's private gemini dir as agy will see it (WIRE.md §1b)."""
+"""The session's pre-flight checks agy's private gemini dir as agy will see it
+(docs/wire.md §1b)."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,12 +14,14 @@ from gemini_home import make_person_gemini
 from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.launcher import write_agy_settings
 from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
+from omnigent_agy.session.turns import Turn
 
 
 def first_turn(session: AgySession) -> None:
     async def go() -> None:
-        turn = session.run_turn("hello", model=None, effort=None, prompts=object())  # type: ignore[arg-type]
+        turn = session.run_turn(Turn("hello", object()))  # type: ignore[arg-type]
         async for _ in turn:
             pass
 
@@ -53,7 +57,10 @@ def test_an_unseeded_folder_is_caught_by_the_preflight_with_its_code(tmp_path: P
 
 def test_a_seeded_folder_passes_the_preflight(tmp_path: Path) -> None:
     person = make_person_gemini(tmp_path / "home" / ".gemini")
-    seeded = settings(tmp_path, GeminiSeed(person.path, tmp_path / "workspace"))
+    seeded = replace(
+        settings(tmp_path, GeminiSeed(person.path)),
+        trust=WorkspaceTrust(operator=(WorkspacePattern(str(tmp_path / "workspace")),)),
+    )
     try:
         with pytest.raises(Exception) as caught:  # noqa: PT011 - any failure but the pre-flight's
             first_turn(AgySession(seeded))

@@ -1,6 +1,6 @@
 """Every step the simulator emits, checked against the shapes of recorded real steps.
 
-For each scenario plan (``omnigent_agy.simulator.capture.PLANS``) every poll-shape state and
+For each scenario plan (``agy_sim.capture.PLANS``) every poll-shape state and
 every stream-frame step is compared with the recorded steps of the same type and status
 (``../shared/agy-wire/recorded``: live agy and the offline cortex engine):
 
@@ -10,7 +10,8 @@ every stream-frame step is compared with the recorded steps of the same type and
 3. *no invented keys*: every path the simulator emits appears in some recorded step of the
    same type (any status) or is listed in ``ADDITIONS`` with the reason.
 
-The same type and key checks run against the project's hand-made fixtures
+The same checks run against recordings of `omnigent-agy probe` (docs/probe.md), and the
+type and key checks against the project's hand-made fixtures
 (``fixtures/recorded_steps/*.json``), and the committed simulator fixtures
 (``fixtures/recorded_steps/sim/``) must match what the engine emits now.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from omnigent_agy.simulator.capture import PLANS, Capture, Plan, capture
+from agy_sim.capture import PLANS, Capture, Plan, capture
 
 REPO = Path(__file__).resolve().parents[2]
 OWN = REPO / "fixtures" / "recorded_steps"
@@ -41,16 +43,16 @@ NOT_EMITTED: dict[str, str] = {
 }
 # Paths the simulator emits that no recorded step of the type has, with the evidence.
 ADDITIONS: dict[str, str] = {
-    "plannerResponse.thinking": "WIRE.md §4: thinking streams while GENERATING (not recorded)",
-    "runCommand.userRejected": "WIRE.md §5 field list; a denied command",
-    "completedInteractions[].response.permission.scope": "WIRE.md §6 scopes, echoed",
-    "*askQuestion.questions[].isMultiSelect": "WIRE.md §5 (recorded questions were single)",
+    "plannerResponse.thinking": "docs/wire.md §4: thinking streams while GENERATING (not recorded)",
+    "runCommand.userRejected": "docs/wire.md §5 field list; a denied command",
+    "completedInteractions[].response.permission.scope": "docs/wire.md §6 scopes, echoed",
+    "*askQuestion.questions[].isMultiSelect": "docs/wire.md §5 (recorded questions were single)",
     "*askQuestion.questions[].writeInResponse": "write-in answer written into the step (guess)",
     "*askQuestion.questions[].skipped": "skipped answer written into the step (guess)",
-    "completedInteractions[].response.askQuestion.responses[].writeInResponse": "WIRE.md §3",
-    "completedInteractions[].response.askQuestion.responses[].skipped": "WIRE.md §3",
-    "completedInteractions[].response.askQuestion.cancelled": "WIRE.md §3",
-    "userInput.userConfig.plannerConfig.requestedModel*": "WIRE.md §5, older agy's form",
+    "completedInteractions[].response.askQuestion.responses[].writeInResponse": "docs/wire.md §3",
+    "completedInteractions[].response.askQuestion.responses[].skipped": "docs/wire.md §3",
+    "completedInteractions[].response.askQuestion.cancelled": "docs/wire.md §3",
+    "userInput.userConfig.plannerConfig.requestedModel*": "docs/wire.md §5, older agy's form",
 }
 STREAM_STRIPPED = ("metadata.toolCall", "plannerResponse.toolCalls", "metadata.internalMetadata")
 
@@ -134,7 +136,10 @@ class References:
         self.by_key: dict[tuple[str, str, str], list[Shape]] = defaultdict(list)
         self.by_type: dict[str, Shape] = defaultdict(lambda: defaultdict(set))
         for path in files:
-            kind = "stream" if path.name.startswith("stream_") else "poll"
+            # Recorded stream steps: `stream_*.json` (../shared), `*.stream.json` (captures of
+            # agy-sim and recordings of `omnigent-agy probe`, fixtures/recorded_steps/).
+            stream = path.name.startswith("stream_") or path.name.endswith(".stream.json")
+            kind = "stream" if stream else "poll"
             for step in steps_of(json.loads(path.read_text())):
                 step_shape = shape(step)
                 self.by_key[kind, step["type"], step["status"]].append(step_shape)
@@ -159,7 +164,7 @@ class References:
         if found or kind == "poll":
             return found
         # No stream recording of this type/status: the poll recording minus what the stream
-        # strips (WIRE.md §4).
+        # strips (docs/wire.md §4).
         return [
             {k: v for k, v in s.items() if not _stripped(k)}
             for s in self.by_key.get(("poll", step["type"], step["status"]), [])
@@ -229,6 +234,26 @@ def test_steps_match_recorded_real_steps(
     issues, checked = _check(captures[plan.name], refs)
     if not checked:
         pytest.skip("no recorded real step of these types (e.g. SYSTEM_MESSAGE) to compare with")
+    assert issues == []
+
+
+def probe_recordings() -> list[Path]:
+    """Recordings of `omnigent-agy probe` against real agys (docs/probe.md): committed under
+    fixtures/recorded_steps/probe/<name>/, or named by AGY_PROBE_RECORDING (folders, separated
+    by the path separator) to check one a person sent before it is committed."""
+    named = [Path(p) for p in os.environ.get("AGY_PROBE_RECORDING", "").split(os.pathsep) if p]
+    committed = sorted(p for p in (OWN / "probe").glob("*") if p.is_dir())
+    return [*committed, *named]
+
+
+@pytest.mark.parametrize("recording", probe_recordings() or [None], ids=str)
+def test_steps_match_probe_recordings(recording: Path | None, captures: dict[str, Capture]) -> None:
+    """agy-sim's steps against what a real agy answered the probe; each difference is either
+    fixed in agy-sim or listed above with its reason."""
+    if recording is None:
+        pytest.skip("no probe recording (fixtures/recorded_steps/probe/, AGY_PROBE_RECORDING)")
+    refs = References(sorted(recording.glob("*.json")))
+    issues = sorted({i for c in captures.values() for i in _check(c, refs)[0]})
     assert issues == []
 
 

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
-from omnigent_agy.simulator.cascade import TranscriptEvent
-from omnigent_agy.simulator.connect_app import ConnectHandlerError
-from omnigent_agy.simulator.engine import EngineSettings, SimEngine
-from omnigent_agy.simulator.scenarios import choose
+from agy_sim.cascade import TranscriptEvent
+from agy_sim.connect_app import ConnectHandlerError
+from agy_sim.engine import SimEngine
+from agy_sim.engine_config import EngineSettings
+from agy_sim.handlers import RpcHandlers
+from agy_sim.triggers import choose
 
 MODEL = "MODEL_PLACEHOLDER_M20"
 DEADLINE = 10.0
@@ -38,8 +40,9 @@ class Sim:
     def __init__(self, workspace: Path, **settings: Any) -> None:
         settings.setdefault("token_interval", 0.0)
         self.engine = SimEngine(EngineSettings(**settings), workspace=workspace)
-        self.unary = self.engine.unary_handlers()
-        self.streams = self.engine.stream_handlers()
+        handlers = RpcHandlers(self.engine)
+        self.unary = handlers.unary()
+        self.streams = handlers.streams()
         self.events: list[TranscriptEvent] = []
         self.engine.add_listener(self.events.append)
 
@@ -233,7 +236,7 @@ def test_methods_registered_like_agy(workspace: Path) -> None:
             async for _ in sim.streams["StreamCascadeReactiveUpdates"]({}):
                 pass
         debug = SimEngine(EngineSettings(debug_rpc=True), workspace=workspace)
-        assert "tuiCascadeId" in await debug.unary_handlers()["SimulatorSnapshot"]({})
+        assert "tuiCascadeId" in await RpcHandlers(debug).unary()["SimulatorSnapshot"]({})
 
     run_sim(workspace, body)
 
@@ -932,3 +935,18 @@ def test_a_command_allowed_for_the_conversation_is_not_asked_again(workspace: Pa
         await sim.waiting(cid)
 
     run_sim(workspace, body)
+
+
+def test_the_probes_prompts_pick_their_scenarios() -> None:
+    """`omnigent-agy probe`'s turns are plain requests a real model follows; agy-sim's triggers
+    must read each as the probe means it (docs/probe.md)."""
+    from omnigent_agy.probe.turn_checks import PLANS  # noqa: PLC0415 - the plugin's side
+
+    wanted = {
+        "plain": "plain_answer",
+        "command": "approval_command",
+        "deny": "approval_command",
+        "question": "single_question",
+        "interrupt": "long_answer",
+    }
+    assert {plan.name: choose(plan.prompt)[0] for plan in PLANS} == wanted

@@ -15,24 +15,23 @@ from typing import Any
 
 import pytest
 
-from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.errors import Code, ProtocolError, RpcError, StreamStalled
-from omnigent_agy.simulator.connect_app import ConnectApp
-from omnigent_agy.simulator.faults import (
-    GARBAGE_BODY,
+from agy_sim.connect_app import ConnectApp
+from agy_sim.fault_injector import GARBAGE_BODY, FaultInjector, method_of
+from agy_sim.faults import (
     DropMode,
     FaultConfigError,
-    FaultInjector,
     FaultKind,
     FaultPlan,
     FaultRule,
     FaultSource,
-    method_of,
     parse_plan,
     parse_rule,
     parse_spec,
 )
-from omnigent_agy.simulator.server import TlsConnectServer
+from agy_sim.reshape import reshape_of
+from agy_sim.server import TlsConnectServer
+from omnigent_agy.rpc.client import RpcClient
+from omnigent_agy.rpc.errors import Code, CsrfError, ProtocolError, RpcError, StreamStalled
 
 SERVICE = "/exa.language_server_pb.LanguageServerService"
 
@@ -139,8 +138,19 @@ def injector(
             FaultRule(FaultKind.HTTP_ERROR, method="Heartbeat", status=500, times=3),
         ),
         (" garbage : id = x ", FaultRule(FaultKind.GARBAGE, id="x")),
+        (
+            "rename_field:method=StreamAgentStateUpdates,field=modifiedResponse,to=text",
+            FaultRule(
+                FaultKind.RENAME_FIELD,
+                method="StreamAgentStateUpdates",
+                field="modifiedResponse",
+                to="text",
+            ),
+        ),
+        ("drop_field:field=modelUsage", FaultRule(FaultKind.DROP_FIELD, field="modelUsage")),
+        ("no_csrf:method=Heartbeat", FaultRule(FaultKind.NO_CSRF, method="Heartbeat")),
     ],
-    ids=["delay", "drop", "stall", "http_error", "spaces"],
+    ids=["delay", "drop", "stall", "http_error", "spaces", "rename", "drop_field", "no_csrf"],
 )
 def test_parse_spec(spec: str, expected: FaultRule) -> None:
     assert parse_spec(spec) == expected
@@ -157,6 +167,9 @@ def test_parse_spec(spec: str, expected: FaultRule) -> None:
         "drop_stream:mode=rst",
         "drop_stream:frames=2",
         "delay:seconds=-1",
+        "rename_field:field=modifiedResponse",
+        "rename_field:to=x",
+        "drop_field",
     ],
 )
 def test_parse_spec_rejects(spec: str) -> None:
@@ -495,3 +508,58 @@ def test_delay_holds_the_answer(faulty_server: Any) -> None:
         return bool(done)
 
     assert run_client(server.port, scenario) is False
+
+
+def test_reshape_renames_and_drops_keys_at_any_depth() -> None:
+    shape = reshape_of(
+        [
+            FaultRule(FaultKind.RENAME_FIELD, field="modifiedResponse", to="text"),
+            FaultRule(FaultKind.DROP_FIELD, field="modelUsage"),
+            FaultRule(FaultKind.DELAY),
+        ]
+    )
+    assert shape is not None
+    step = {"plannerResponse": {"modifiedResponse": "hi"}, "metadata": {"modelUsage": {"a": 1}}}
+    frame = {"update": {"steps": [step, {"modifiedResponse": ["x"]}]}}
+    assert shape(frame) == {
+        "update": {"steps": [{"plannerResponse": {"text": "hi"}, "metadata": {}}, {"text": ["x"]}]}
+    }
+    assert reshape_of([FaultRule(FaultKind.DELAY)]) is None
+
+
+def test_a_reshaped_agy_over_tls(faulty_server: Any) -> None:
+    """A renamed key in a unary answer and in every stream frame, only for its method; a key
+    left out; no token checked where no_csrf applies, checked elsewhere."""
+    server, control, _ = faulty_server
+    write_faults(
+        control,
+        {
+            "kind": "rename_field",
+            "method": "Heartbeat",
+            "field": "lastExtensionHeartbeat",
+            "to": "renamed",
+        },
+        {"kind": "drop_field", "method": "StreamAgentStateUpdates", "field": "conversationId"},
+        {"kind": "no_csrf", "method": "Heartbeat"},
+    )
+
+    async def scenario(client: RpcClient) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        return await client.heartbeat(), await take(client, 2)
+
+    answer, frames = run_client(server.port, scenario)
+    assert answer == {"renamed": "2026-01-01T00:00:00Z"}
+    assert [f["update"] for f in frames] == [{"n": 0}, {"n": 1}]
+
+    async def tokenless() -> tuple[dict[str, Any], BaseException | None]:
+        async with RpcClient(port=server.port, csrf_token="") as client:
+            answer = await client.heartbeat()  # no_csrf: taken without a token
+            try:
+                await take(client, 1)
+            except RpcError as exc:
+                return answer, exc
+            return answer, None
+
+    answer, refused = asyncio.run(tokenless())
+    assert "renamed" in answer
+    assert isinstance(refused, CsrfError)
+    assert refused.http_status == 401

@@ -1,4 +1,4 @@
-"""agy-sim reads its --gemini_dir as agy does (WIRE.md §1b): sign-in, trust, skills, MCP
+"""agy-sim reads its --gemini_dir as agy does (docs/wire.md §1b): sign-in, trust, skills, MCP
 servers (started with the mcp SDK's client) and the rules file. docs/simulator.md says which
 behaviours are facts and which are guesses."""
 
@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from simproc import FAST, Sim, SimLauncher, plan_model, sim_launcher, wait_for
+from simproc import FAST, Sim, SimLauncher, plan_model, sim_launcher
+from waiting import wait_until
 
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.errors import RpcError
@@ -53,17 +54,22 @@ def test_an_untrusted_workspace_blocks_turns_until_the_dialog_is_answered(
     sims: SimLauncher,
 ) -> None:
     sim = sims.launch(*FAST, trusted=False)
-    sim.wait_screen("Do you trust this project?")
+    sim.wait_screen("Do you trust the contents of this project?")
+    sim.wait_screen(f"Accessing workspace: {sim.workspace}")
     refused = send(sim, "hello")
     assert refused.startswith("failed_precondition")
-    assert "Do you trust this project?" in refused
+    assert "Do you trust the contents of this project?" in refused
     sim.type("hello")  # not a turn: the dialog takes it, and asks again
-    wait_for(lambda: sim.screen().count("Do you trust this project?") >= 2, "the dialog again")
+    wait_until(
+        lambda: sim.screen().count("Do you trust the contents of this project?") >= 2,
+        timeout=20,
+        what="the dialog again",
+    )
     assert "> hello" not in sim.screen()
     sim.type("1")
     sim.wait_screen("[trusted]")
     settings = json.loads((sim.gemini_dir / "antigravity-cli" / "settings.json").read_text())
-    assert str(sim.workspace.resolve()) in settings["trustedWorkspaces"]
+    assert str(sim.workspace) in settings["trustedWorkspaces"]
     assert send(sim, "hello") == ""
 
 

@@ -24,34 +24,23 @@ from typing import Any
 import httpx
 import psutil
 import pytest
-from simproc import (
-    AGY_SIM,
-    FAST,
-    TOKEN,
-    Sim,
-    SimLauncher,
-    plan_model,
-    sim_launcher,
-    wait_exited,
-    wait_for,
-)
+from gemini_home import make_person_gemini
+from simproc import AGY_SIM, FAST, TOKEN, Sim, SimLauncher, plan_model, sim_launcher, wait_exited
+from waiting import await_until, wait_until
 
-from omnigent_agy.rpc.client import SERVICE, RpcClient
-from omnigent_agy.rpc.discovery import discover_pin
-from omnigent_agy.rpc.errors import Code, CsrfError, ProtocolError, RpcError, StreamStalled
-from omnigent_agy.simulator.__main__ import (
+from agy_sim.__main__ import list_models
+from agy_sim.cascade import TranscriptEvent
+from agy_sim.catalog import DEFAULT_MODEL_ENUM, ModelCatalog
+from agy_sim.faults import FaultKind, FaultRule, FaultSource, control_file_for
+from agy_sim.options import (
     DEFAULT_STARTUP_DELAY,
     SIM_VERSION,
     SimOptions,
-    list_models,
     parse_options,
     version_tuple,
 )
-from omnigent_agy.simulator.cascade import TranscriptEvent
-from omnigent_agy.simulator.catalog import DEFAULT_MODEL_ENUM, ModelCatalog
-from omnigent_agy.simulator.faults import FaultKind, FaultRule
-from omnigent_agy.simulator.process import resolve_tui_model
-from omnigent_agy.simulator.tui import (
+from agy_sim.process import resolve_tui_model
+from agy_sim.tui import (
     SIGN_IN_HINT,
     Tui,
     TuiActions,
@@ -59,6 +48,9 @@ from omnigent_agy.simulator.tui import (
     survey_enabled,
     typed_interaction,
 )
+from omnigent_agy.rpc.client import SERVICE, RpcClient
+from omnigent_agy.rpc.discovery import discover_pin
+from omnigent_agy.rpc.errors import Code, CsrfError, ProtocolError, RpcError, StreamStalled
 
 # -- the command line -------------------------------------------------------------------
 
@@ -136,6 +128,30 @@ def test_sim_switches_from_flags_win_over_environment(tmp_path: Path) -> None:
     assert from_flags.enforces_csrf
 
 
+def test_a_folder_of_fault_control_files_gives_each_gemini_dir_its_own(tmp_path: Path) -> None:
+    """One environment (a host's) for the agys of many conversations: each follows the file
+    named after its own --gemini_dir, so a test can upset one conversation and not another."""
+    folder = tmp_path / "faults"
+    folder.mkdir()
+    env = {"AGY_SIM_FAULTS": str(folder)}
+    one = parse_options(["--gemini_dir", str(tmp_path / "a" / "gemini")], env)
+    two = parse_options(["--gemini_dir", str(tmp_path / "b" / "gemini")], env)
+    assert one.faults_file == control_file_for(folder, tmp_path / "a" / "gemini")
+    assert two.faults_file == control_file_for(folder, tmp_path / "b" / "gemini")
+    assert one.faults_file != two.faults_file
+    assert one.faults_file is not None
+    assert one.faults_file.parent == folder
+    # The same agy started again (its conversation resumed) follows the same file.
+    again = parse_options(["--gemini_dir", str(tmp_path / "a" / "gemini")], env)
+    assert again.faults_file == one.faults_file
+    # Nothing there yet: no fault; written later: followed from the next request on.
+    source = FaultSource(control_file=one.faults_file)
+    assert source.current().rules == ()
+    one.faults_file.write_text(json.dumps({"faults": [{"kind": "garbage"}]}))
+    assert source.current().rules == (FaultRule(FaultKind.GARBAGE),)
+    assert FaultSource(control_file=two.faults_file).current().rules == ()
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -173,10 +189,52 @@ def test_options_repr_hides_the_token() -> None:
     assert "s3cret" not in repr(SimOptions(csrf_token="s3cret"))
 
 
-def test_models_lists_display_names(capsys: pytest.CaptureFixture[str]) -> None:
+def test_models_prints_each_form_agy_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/wire.md §9: a progress line, then `<id>\t<Display Name>[ · description]`; bare
+    ids before August 2026; JSON with `--output-format json` ahead of the sub-command."""
+    served = [m for m in ModelCatalog().models if not m.disabled]
     assert list_models(SimOptions()) == 0
-    listed = capsys.readouterr().out.splitlines()
-    assert listed == [m.display_name for m in ModelCatalog().models if not m.disabled]
+    table = capsys.readouterr().out.splitlines()
+    assert table[0] == "Fetching available models..."
+    assert table[1:] == [
+        f"{m.key}\t{m.display_name}" + (f" · {m.description}" if m.description else "")
+        for m in served
+    ]
+    assert "gemini-3-pro-high\tGemini 3 Pro (High) · Advanced reasoning" in table
+    assert list_models(SimOptions(models_format="ids")) == 0
+    assert capsys.readouterr().out.splitlines() == [m.key for m in served]
+    assert list_models(SimOptions(output_format="json")) == 0
+    listed = json.loads(capsys.readouterr().out)["models"]
+    assert [(m["id"], m["displayName"]) for m in listed] == [
+        (m.key, m.display_name) for m in served
+    ]
+
+
+def test_models_format_from_flag_and_environment() -> None:
+    assert parse_options([], {}).models_format == "table"
+    assert parse_options([], {"AGY_SIM_MODELS_FORMAT": "ids"}).models_format == "ids"
+    assert (
+        parse_options(
+            ["--sim-models-format", "table"], {"AGY_SIM_MODELS_FORMAT": "ids"}
+        ).models_format
+        == "table"
+    )
+    assert parse_options(["--output-format", "json", "models"], {}).output_format == "json"
+    for bad in (["models", "--output-format", "json"], ["--sim-models-format", "x"]):
+        with pytest.raises(SystemExit):
+            parse_options(bad, {})
+    with pytest.raises(SystemExit):
+        parse_options([], {"AGY_SIM_MODELS_FORMAT": "names"})
+
+
+def test_a_relative_gemini_dir_is_ignored_as_agy_ignores_it(tmp_path: Path) -> None:
+    """agy falls back to its default folder when --gemini_dir is relative (docs/wire.md §9)."""
+    options = parse_options(["--gemini_dir", "state/gemini"], {})
+    assert options.ignored_gemini_dir == Path("state/gemini")
+    assert options.gemini_dir == Path.home() / ".gemini"
+    assert not options.keeps_conversations  # the default folder is never written
+    given = parse_options(["--gemini_dir", str(tmp_path)], {})
+    assert (given.gemini_dir, given.ignored_gemini_dir) == (tmp_path, None)
 
 
 def test_models_signed_out(capsys: pytest.CaptureFixture[str]) -> None:
@@ -414,25 +472,25 @@ async def wait_steps(
     timeout: float = 20.0,
 ) -> list[dict[str, Any]]:
     """Poll the trajectory until ``done(steps)``."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        steps = await client.get_cascade_trajectory_steps(cascade_id)
-        if done(steps):
-            return steps
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"trajectory never got there: {[s.get('status') for s in steps]}")
-        await asyncio.sleep(0.05)
+    return await await_until(
+        lambda: client.get_cascade_trajectory_steps(cascade_id),
+        until=done,
+        timeout=timeout,
+        what=f"the trajectory of {cascade_id} to get there",
+    )
 
 
 async def wait_idle(client: RpcClient, cascade_id: str, timeout: float = 20.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
+    async def status() -> str:
         summaries = (await client.get_all_cascade_trajectories())["trajectorySummaries"]
-        if summaries[cascade_id]["status"] == "CASCADE_RUN_STATUS_IDLE":
-            return
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("the cascade never went idle")
-        await asyncio.sleep(0.05)
+        return str(summaries[cascade_id]["status"])
+
+    await await_until(
+        status,
+        until=lambda status: status == "CASCADE_RUN_STATUS_IDLE",
+        timeout=timeout,
+        what=f"the cascade {cascade_id} to go idle",
+    )
 
 
 def waiting(kind: str) -> Callable[[list[dict[str, Any]]], bool]:
@@ -495,7 +553,9 @@ def test_version_prints_agy_style_version() -> None:
 def test_models_exit_status_says_signed_in() -> None:
     signed_in = run_sim("models")
     assert signed_in.returncode == 0
-    assert "Gemini 3 Pro (High)" in signed_in.stdout.splitlines()
+    assert "gemini-3-pro-high\tGemini 3 Pro (High) · Advanced reasoning" in (
+        signed_in.stdout.splitlines()
+    )
     flag = run_sim("models", "--sim-signed-out")
     env = run_sim("models", env={"AGY_SIM_SIGNED_OUT": "1"})
     for signed_out in (flag, env):
@@ -519,7 +579,9 @@ def test_startup_sequence(sims: SimLauncher) -> None:
     assert (
         sim.log_text().splitlines()[0].endswith(f"Starting language server process with pid {pid}")
     )
-    ports = wait_for(lambda: len(found := listeners(pid)) == 2 and found, "two listeners")
+    ports = wait_until(
+        lambda: len(found := listeners(pid)) == 2 and found, timeout=20, what="two listeners"
+    )
     tls_port, plain_port = sorted(ports)
     assert plain_port == tls_port + 1
     assert sim.ports_logged() == []  # not ready: no listening line yet
@@ -627,7 +689,11 @@ def test_signed_out_refuses_turns(sims: SimLauncher) -> None:
 
     assert sim.rpc(turn).code is Code.UNAUTHENTICATED
     sim.type("hello from the terminal")
-    wait_for(lambda: sim.screen().count(SIGN_IN_HINT) >= 2, "the sign-in hint for the typed line")
+    wait_until(
+        lambda: sim.screen().count(SIGN_IN_HINT) >= 2,
+        timeout=20,
+        what="the sign-in hint for the typed line",
+    )
 
 
 # -- typed input ------------------------------------------------------------------------
@@ -664,8 +730,10 @@ def test_clear_typed_in_the_tui_starts_a_new_cascade(sims: SimLauncher) -> None:
     sim = sims.launch(*FAST)
     first = tui_cascade(sim)
     sim.type("/clear")
-    match = wait_for(
-        lambda: re.search(r"\[cleared\] new conversation (\S+)", sim.screen()), "[cleared]"
+    match = wait_until(
+        lambda: re.search(r"\[cleared\] new conversation (\S+)", sim.screen()),
+        timeout=20,
+        what="[cleared]",
     )
     second = match.group(1)
     assert second != first
@@ -959,7 +1027,7 @@ def test_fault_restart_on_a_new_port(sims: SimLauncher) -> None:
 
     cascade_id = sim.rpc(before)
     sim.set_faults(restart=1)
-    wait_for(lambda: len(sim.ports_logged()) == 2, "a second listening line")
+    wait_until(lambda: len(sim.ports_logged()) == 2, timeout=20, what="a second listening line")
     new_port = sim.port
     assert new_port != old_port
     assert listeners(sim.pid) == {new_port, new_port + 1}
@@ -990,7 +1058,7 @@ def test_sigusr1_restarts_too(sims: SimLauncher) -> None:
     sim = sims.launch(*FAST)
     old_port = sim.port
     psutil.Process(sim.pid).send_signal(signal.SIGUSR1)
-    wait_for(lambda: len(sim.ports_logged()) == 2, "a second listening line")
+    wait_until(lambda: len(sim.ports_logged()) == 2, timeout=20, what="a second listening line")
     assert sim.port != old_port
     assert "lastExtensionHeartbeat" in sim.rpc(lambda client: client.heartbeat())
 
@@ -1051,6 +1119,40 @@ def test_the_process_table_shows_agy_as_omnigent_looks_for_it(sim: Sim) -> None:
 
     assert sim.pid in builtin._list_agy_pids()
     assert sim.port in builtin._candidate_agy_rpc_ports()
+
+
+@pytest.mark.tmux
+def test_omnigent_s_own_log_parser_finds_the_port_in_agy_sim_s_log(sim: Sim) -> None:
+    """omnigent's live-verified reader of agy's log (glog lines, exactly its prefix, the first
+    line the start, within its first 4 KiB) finds agy-sim's port there (docs/wire.md §9)."""
+    from omnigent.harnesses.antigravity_native import rpc as builtin  # noqa: PLC0415
+
+    assert builtin._logged_rpc_ports(sim.pid) == [sim.port]
+    lines = sim.log_text().splitlines()
+    glog = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ \w+\.go:\d+\] .")
+    assert all(glog.match(line) for line in lines), lines
+    messages = [line.split("] ", 1)[1] for line in lines]
+    assert messages[:2] == [
+        f"Starting language server process with pid {sim.pid}",
+        "Language server version: 1.2.5-sim",
+    ]
+    assert "OAuth: authenticated successfully" in messages
+
+
+@pytest.mark.tmux
+def test_a_relative_gemini_dir_is_logged_and_the_default_used(
+    sims: SimLauncher, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    make_person_gemini(home / ".gemini", settings={"showFeedbackSurvey": False})
+    sim = sims.launch(*FAST, "--gemini_dir", "relative/gemini", env={"HOME": str(home)})
+    log = sim.log_text()
+    assert (
+        "] Failed to resolve GeminiDir 'relative/gemini': must be an absolute path, falling "
+        f"back to default {home / '.gemini'}"
+    ) in log
+    # The person's own folder is read (signed in there), as agy would.
+    assert "] OAuth: authenticated successfully" in log
 
 
 def test_history_steps_from_flag_and_environment() -> None:

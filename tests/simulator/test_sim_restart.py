@@ -17,10 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from simproc import FAST, SimLauncher, plan_model, sim_launcher, wait_for
+from simproc import FAST, SimLauncher, plan_model, sim_launcher
+from waiting import wait_until
 
+from agy_sim.cascade import IDLE
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.simulator.cascade import IDLE
 
 pytestmark = pytest.mark.tmux
 
@@ -37,7 +38,7 @@ def sims(tmp_path: Path) -> Iterator[SimLauncher]:
 def _client_context() -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # agy's certificate is self-signed (WIRE.md §1)
+    context.verify_mode = ssl.CERT_NONE  # agy's certificate is self-signed (docs/wire.md §1)
     context.set_alpn_protocols(["h2"])
     return context
 
@@ -78,10 +79,10 @@ def test_restart_ends_the_connections_clients_left_open(sims: SimLauncher) -> No
         left_open.enter_context(connected_never_read(old))
         left_open.enter_context(socket.create_connection(("127.0.0.1", old + 1)))  # plain port
         sim.set_faults(restart=1)
-        wait_for(
+        wait_until(
             lambda: len(sim.ports_logged()) == 2,
-            "agy-sim to listen on a new port",
             timeout=RESTART_DEADLINE,
+            what="agy-sim to listen on a new port",
         )
     assert sim.port != old
     for port in (old, old + 1):
@@ -93,4 +94,4 @@ def test_restart_ends_the_connections_clients_left_open(sims: SimLauncher) -> No
         return str(summaries[cascade_id]["status"])
 
     # The conversation is kept, and its turn ran on.
-    wait_for(lambda: sim.rpc(status) == IDLE, "the conversation's turn to end")
+    wait_until(lambda: sim.rpc(status) == IDLE, timeout=20, what="the conversation's turn to end")

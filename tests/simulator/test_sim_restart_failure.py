@@ -2,7 +2,7 @@
 
 hypercorn can end with an ``ssl.SSLError`` (APPLICATION_DATA_AFTER_CLOSE_NOTIFY) when a
 client's TLS close races the server's; the fault suite saw agy-sim exit mid-restart that way
-(docs/reliability.md). agy keeps running and listens on its new port (WIRE.md §1).
+(docs/reliability.md). agy keeps running and listens on its new port (docs/wire.md §1).
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from omnigent_agy.simulator.faults import FaultInjector, FaultSource
-from omnigent_agy.simulator.process import RestartableServer
-from omnigent_agy.simulator.server import TlsConnectServer
+from agy_sim.fault_injector import FaultInjector
+from agy_sim.faults import FaultSource
+from agy_sim.server import TlsConnectServer
+from agy_sim.serving import RestartableServer
 
 
 async def _nothing(scope: Any, receive: Any, send: Any) -> None:

@@ -12,7 +12,7 @@ import socket
 
 import pytest
 
-from omnigent_agy.simulator.server import _bind_pair
+from agy_sim.server import _bind_pair
 
 pytestmark = pytest.mark.anyio
 

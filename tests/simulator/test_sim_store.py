@@ -7,13 +7,16 @@ second engine on the same store, as a second agy-sim process on the same --gemin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 
 from test_sim_engine import Sim
 
-from omnigent_agy.simulator.__main__ import parse_options
-from omnigent_agy.simulator.store import FILE_NAME, ConversationStore
+from agy_sim.options import parse_options
+from agy_sim.store import FILE_NAME, ConversationStore
+from agy_sim.summaries import DB_FILE, LAST_FILE, TABLE
 
 
 def test_a_restarted_engine_resumes_a_stored_conversation(tmp_path: Path) -> None:
@@ -119,3 +122,60 @@ def test_a_damaged_store_entry_is_ignored(tmp_path: Path) -> None:
     path.write_text("{not json")
     assert store.load("c-1") is None
     assert store.path_for("../../etc").parent.parent == store.root
+
+
+def test_stored_conversations_are_listed_as_agy_lists_them(tmp_path: Path) -> None:
+    """conversation_summaries.db and cache/last_conversations.json (docs/wire.md §9)."""
+    gemini = tmp_path / "gemini"
+
+    async def main() -> None:
+        sim = Sim(tmp_path, store_dir=str(gemini))
+        cid = await sim.start()
+        await sim.send(cid, "Remember the word apricot.\nThanks.")
+        steps = await sim.idle(cid)
+        await sim.engine.aclose()
+        with contextlib.closing(sqlite3.connect(gemini / DB_FILE)) as db:
+            rows = db.execute(f"SELECT * FROM {TABLE}").fetchall()
+            columns = [c[1] for c in db.execute(f"PRAGMA table_info({TABLE})")]
+        assert columns == [
+            "conversation_id",
+            "title",
+            "preview",
+            "step_count",
+            "last_modified_time",
+            "status",
+            "agent_name",
+            "workspace_uris",
+        ]
+        (row,) = rows  # the one with a message; an empty one (or a sub-agent) is not listed
+        assert row[:2] == (cid, "Remember the word apricot.")
+        assert row[2]
+        assert row[3] == len(steps)
+        assert row[5] == "CASCADE_RUN_STATUS_IDLE"
+        workspace = sim.engine.workspace
+        assert json.loads(row[7]) == [workspace.as_uri()]
+        last = json.loads((gemini / LAST_FILE).read_text())
+        assert last == {str(workspace): cid}
+
+    asyncio.run(main())
+
+
+def test_a_resumed_conversation_recalls_its_earlier_messages(tmp_path: Path) -> None:
+    gemini = tmp_path / "gemini"
+
+    async def main() -> None:
+        first = Sim(tmp_path, store_dir=str(gemini))
+        cid = await first.start()
+        await first.send(cid, "Remember the word apricot.")
+        await first.idle(cid)
+        await first.engine.aclose()
+        again = Sim(tmp_path, store_dir=str(gemini), resume_conversation=cid)
+        try:
+            await again.send(cid, "What did I say before?")
+            steps = await again.idle(cid)
+            answer = steps[-1]["plannerResponse"]["response"]
+            assert answer == "Earlier you said:\n- Remember the word apricot."
+        finally:
+            await again.engine.aclose()
+
+    asyncio.run(main())

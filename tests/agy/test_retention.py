@@ -1,0 +1,316 @@
+"""What a conversation leaves behind (docs/decisions.md §12): its private state goes, its agy
+stopped first, when omnigent deleted the session (the deletion marker gone), when its
+retention ran out, or by hand; never while a harness holds it. Against real agy-sim processes
+launched as a harness launches them; nothing waits a fixed time."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from kept import Agys
+from simproc import wait_exited
+from waiting import wait_until
+
+from omnigent_agy.agy.keep import KeepPolicy, TurnLease
+from omnigent_agy.agy.retention import (
+    conversations,
+    disk_usage,
+    forget,
+    forget_due,
+    record_deletion_marker,
+    spawn_deletion_watch,
+    watch_for_deletion,
+)
+from omnigent_agy.agy.running import recorded, stop_running
+from omnigent_agy.agy.statedir import SessionStateDir
+from omnigent_agy.agy.sweep import acquire_sweeper
+from omnigent_agy.onboarding.config import ENV_RETENTION, ConfigError, load_config
+
+pytestmark = pytest.mark.tmux
+
+TOKEN = Path("gemini") / "antigravity-cli" / "antigravity-oauth-token"
+KEEP_STATE = KeepPolicy(idle_stop_after=None, max_kept=None, retention=None)
+
+
+@pytest.fixture
+def agys(tmp_path: Path) -> Iterator[Agys]:
+    launched = Agys(tmp_path)
+    try:
+        yield launched
+    finally:
+        launched.terminals.kill_server()
+
+
+def assert_gone(agys: Agys, key: str, pid: int) -> None:
+    with contextlib.suppress(psutil.NoSuchProcess):
+        wait_exited(psutil.Process(pid))
+    assert agys.terminals.find(f"agy-{key}") is None, "its tmux session is gone"
+    assert not (agys.base / key).exists(), "its private state is gone"
+    # Renamed out of the way, then removed (by another process, for the watcher).
+    wait_until(lambda: not list(agys.base.glob(f".{key}*")), timeout=30, what="the removal")
+
+
+def marker_for(tmp_path: Path, key: str) -> Path:
+    """A marker as the host's would be: a file in a folder of its own, in a folder that stays."""
+    folder = tmp_path / "host-data" / "attachments" / key
+    folder.mkdir(parents=True)
+    marker = folder / "omnigent-agy-conversation"
+    marker.write_text(key, encoding="utf-8")
+    return marker
+
+
+def make_old(state_dir: Path, age: float) -> None:
+    """Every file of the folder's own last changed `age` seconds ago (no lease: none taken)."""
+    then = time.time() - age
+    for entry in state_dir.iterdir():
+        os.utime(entry, (then, then), follow_symlinks=False)
+
+
+def test_forget_stops_agy_and_removes_its_state_with_the_sign_in_copy(agys: Agys) -> None:
+    agy = agys.launch("gone")
+    assert (agys.base / "gone" / TOKEN).is_file(), "the seeded folder holds the sign-in copy"
+    assert psutil.pid_exists(agy.pid)
+    removal = forget(agys.base / "gone", "removed by the test")
+    assert removal.refused is None
+    assert removal.disk > 0
+    assert_gone(agys, "gone", agy.pid)
+
+
+def test_a_conversation_held_by_a_live_harness_is_not_removed(agys: Agys) -> None:
+    agy = agys.launch("held")
+    lease = TurnLease(agy.state_dir)
+    lease.begin_turn()  # this test process is the harness holding it
+    lease.end_turn()
+    removal = forget(agys.base / "held", "removed by the test")
+    assert removal.refused == "a harness process holds it"
+    assert (agys.base / "held" / TOKEN).is_file()
+    assert psutil.pid_exists(agy.pid)
+    # The same lease left by a harness that has ended holds nothing.
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from omnigent_agy.agy.keep import TurnLease\n"
+        "from omnigent_agy.agy.statedir import SessionStateDir\n"
+        "lease = TurnLease(SessionStateDir.open('held', base=Path(sys.argv[1])))\n"
+        "lease.begin_turn(); lease.end_turn()\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(agys.base)], check=True)
+    assert forget(agys.base / "held", "removed by the test").refused is None
+    assert_gone(agys, "held", agy.pid)
+
+
+def test_a_deleted_session_is_removed_at_the_next_sweep_and_only_that_one(
+    agys: Agys, tmp_path: Path
+) -> None:
+    deleted, kept = agys.launch("deleted"), agys.launch("kept")
+    markers = {key: marker_for(tmp_path, key) for key in ("deleted", "kept")}
+    for agy, key in ((deleted, "deleted"), (kept, "kept")):
+        record_deletion_marker(agy.state_dir, markers[key])
+    assert forget_due(KEEP_STATE, agys.base) == [], "no marker is gone: nothing is due"
+
+    # The host deletes the session: it removes the marker's folder, and only that.
+    for entry in markers["deleted"].parent.iterdir():
+        entry.unlink()
+    markers["deleted"].parent.rmdir()
+    removed = forget_due(KEEP_STATE, agys.base)
+    assert [(r.key, r.reason) for r in removed] == [
+        ("deleted", "omnigent deleted the conversation")
+    ]
+    assert_gone(agys, "deleted", deleted.pid)
+    assert (agys.base / "kept" / TOKEN).is_file()
+    assert psutil.pid_exists(kept.pid)
+
+
+def test_a_missing_host_data_folder_proves_no_deletion(agys: Agys, tmp_path: Path) -> None:
+    """The folder above the marker's gone too (a HOME unmounted, the data folder wiped): that
+    is not the host deleting one session, and the state stays."""
+    agy = agys.launch("unsure")
+    marker = marker_for(tmp_path, "unsure")
+    record_deletion_marker(agy.state_dir, marker)
+    marker.unlink()
+    marker.parent.rmdir()
+    marker.parent.parent.rmdir()
+    assert forget_due(KEEP_STATE, agys.base) == []
+    assert (agys.base / "unsure" / TOKEN).is_file()
+
+
+def test_retention_removes_state_unused_for_its_limit_and_only_that(agys: Agys) -> None:
+    running = agys.launch("running")
+    agys.launch("old")
+    agys.launch("recent")
+    # Stopped agys (as the idle limit stops them); their state stays until the retention.
+    for key in ("old", "recent"):
+        found = recorded(agys.base / key)
+        assert found is not None
+        stop_running(found, "idle")
+    make_old(agys.base / "old", 3 * 86400)
+    make_old(agys.base / "running", 3 * 86400)
+    policy = KeepPolicy(idle_stop_after=None, max_kept=None, retention=2 * 86400)
+
+    listed = {c.key: c for c in conversations(agys.base)}
+    assert set(listed) == {"old", "recent", "running"}
+    moment = time.time()
+    assert listed["old"].due(policy, moment) == "unused 3d (retention 2d)"
+    assert listed["recent"].due(policy, moment) is None
+    assert listed["running"].due(policy, moment) is None, "a running agy is the idle limit's"
+    assert listed["old"].due(KEEP_STATE, moment) is None, "retention 0 keeps it for ever"
+
+    assert [r.key for r in forget_due(policy, agys.base)] == ["old"]
+    assert not (agys.base / "old").exists()
+    assert (agys.base / "recent" / TOKEN).is_file()
+    assert psutil.pid_exists(running.pid)
+
+
+def test_what_a_crashed_removal_left_goes_at_the_next_sweep(tmp_path: Path) -> None:
+    base = tmp_path / "state"
+    SessionStateDir.open("whole", base=base)
+    leftover = base / ".half.removing-4242"
+    (leftover / "gemini").mkdir(parents=True)
+    (leftover / "gemini" / "token").write_text("secret", encoding="utf-8")
+    assert forget_due(KEEP_STATE, base) == []
+    assert not leftover.exists()
+    assert (base / "whole").is_dir()
+
+
+def test_a_harness_sweeper_removes_a_deleted_session(agys: Agys, tmp_path: Path) -> None:
+    agy = agys.launch("swept")
+    marker = marker_for(tmp_path, "swept")
+    record_deletion_marker(agy.state_dir, marker)
+    marker.unlink()
+    marker.parent.rmdir()
+    lease = acquire_sweeper(KeepPolicy(idle_stop_after=4.0, max_kept=None), agys.base)
+    try:
+        wait_until(lambda: not (agys.base / "swept").exists(), timeout=30, what="the sweep")
+    finally:
+        lease.release()
+    assert_gone(agys, "swept", agy.pid)
+
+
+def test_disk_use_counts_the_folder_and_not_what_links_reach(tmp_path: Path) -> None:
+    folder = tmp_path / "state"
+    folder.mkdir()
+    (folder / "log").write_bytes(b"x" * 100_000)
+    big = tmp_path / "person-skills"
+    big.mkdir()
+    (big / "huge").write_bytes(b"y" * 2_000_000)
+    (folder / "skills").symlink_to(big)
+    used = disk_usage(folder)
+    assert 100_000 <= used < 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30d", 30 * 86400.0), ("1d12h", 129600.0), ("0", None)]
+)
+def test_retention_is_a_duration_in_the_config(
+    tmp_path: Path, text: str, seconds: float | None
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(f"harness:\n  agy-cli:\n    retention: {text}\n", encoding="utf-8")
+    assert load_config(path, env={}).keep.retention == seconds
+
+
+def test_retention_defaults_to_a_month_and_the_variable_wins(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    assert load_config(path, env={}).keep.retention == 30 * 86400.0
+    assert load_config(path, env={ENV_RETENTION: "12h"}).keep.retention == 12 * 3600.0
+    with pytest.raises(ConfigError, match=f"{ENV_RETENTION} must be a duration"):
+        load_config(path, env={ENV_RETENTION: "a while"})
+
+
+def test_the_watch_after_close_removes_only_when_the_marker_goes(
+    agys: Agys, tmp_path: Path
+) -> None:
+    """A harness closing its session cannot tell a deletion from the host stopping: the
+    detached watch decides by the marker, for a while, then ends either way."""
+    agy = agys.launch("closed")
+    marker = marker_for(tmp_path, "closed")
+    record_deletion_marker(agy.state_dir, marker)
+    assert watch_for_deletion(agy.state_dir.path, within=0.5) is None, "the marker stays"
+    assert (agys.base / "closed" / TOKEN).is_file()
+
+    spawn_deletion_watch(agy.state_dir.path, within=60)  # returns at once: it runs detached
+    watcher = wait_until(
+        lambda: next(
+            (
+                p
+                for p in psutil.process_iter(["cmdline"])
+                if "omnigent_agy.agy.retention" in (p.info["cmdline"] or [])
+                and str(agy.state_dir.path) in (p.info["cmdline"] or [])
+            ),
+            None,
+        ),
+        timeout=30,
+        what="the watcher",
+    )
+    assert watcher.ppid() != os.getpid(), "nobody's child: ending the harness's tree spares it"
+    marker.unlink()
+    marker.parent.rmdir()
+    wait_until(lambda: not (agys.base / "closed").exists(), timeout=30, what="the removal")
+    assert_gone(agys, "closed", agy.pid)
+    wait_exited(watcher)
+
+
+def test_ps_shows_disk_per_conversation_and_prune_shows_before_it_removes(
+    agys: Agys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running = agys.launch("running")
+    agys.launch("old")
+    found = recorded(agys.base / "old")
+    assert found is not None
+    stop_running(found, "idle")
+    make_old(agys.base / "old", 3 * 86400)
+    monkeypatch.setenv("OMNIGENT_AGY_STATE_DIR", str(agys.base))
+    monkeypatch.setenv("OMNIGENT_CONFIG_HOME", str(agys.tmp / "omnigent"))
+    monkeypatch.setenv(ENV_RETENTION, "2d")
+    cli = str(Path(sys.executable).with_name("omnigent-agy"))
+
+    def run(*argv: str, status: int = 0) -> str:
+        done = subprocess.run([cli, *argv], check=False, capture_output=True, text=True, timeout=60)
+        assert done.returncode == status, done.stderr
+        assert running.csrf_token not in done.stdout + done.stderr
+        return done.stdout
+
+    listed = run("ps")
+    line = next(line for line in listed.splitlines() if line.startswith("running "))
+    assert re.search(r"rss \d+ MB  disk \d+(\.\d)? [kM]B  ", line), line
+    old = next(line for line in listed.splitlines() if line.startswith("old "))
+    assert re.search(r"disk \d+(\.\d)? [kM]B  removed at the next sweep: unused 3d", old), old
+    assert "private state: 2 conversation(s)" in listed
+
+    shown = run("prune")
+    assert re.search(r"^would remove old  disk \S+ [kM]B  unused 3d \(retention 2d\)$", shown, re.M)
+    assert "running" not in shown
+    assert "run again with --yes" in shown
+    assert (agys.base / "old" / TOKEN).is_file(), "showing removes nothing"
+
+    assert "removed old" in run("prune", "--yes")
+    assert not (agys.base / "old").exists()
+    assert "would remove running" in run("prune", "running")
+    assert psutil.pid_exists(running.pid)
+    assert "removed running" in run("prune", "running", "--yes")
+    assert_gone(agys, "running", running.pid)
+    run("prune", "nosuch", status=1)
+
+
+def test_the_watch_ends_when_the_host_that_ran_the_harness_is_gone(
+    agys: Agys, tmp_path: Path
+) -> None:
+    """A host stopping ends its runners: no deletion can come any more, and the watch ends
+    at once instead of outliving the host for its whole window."""
+    agy = agys.launch("hostgone")
+    record_deletion_marker(agy.state_dir, marker_for(tmp_path, "hostgone"))
+    host = subprocess.Popen([sys.executable, "-c", "pass"])
+    host.wait()
+    started = time.monotonic()
+    assert watch_for_deletion(agy.state_dir.path, within=60, host_pid=host.pid) is None
+    assert time.monotonic() - started < 30, "it waited out its window"
+    assert (agys.base / "hostgone" / TOKEN).is_file()

@@ -1,0 +1,56 @@
+"""agy's sub-agents in omnigent's web UI, read in a real browser (docs/in-omnigent.md,
+"Sub-agents").
+
+agy-sim's sub-agent turn starts one child cascade that lists the workspace and reports. The
+session's page lists the sub-agent as a child row under its role; opening it shows what it
+was asked (the task), the tool call it made (read as the parent's own calls read) and what it
+reported (the summary). A screenshot
+of each step goes to ``.artifacts/browser/``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+# test_browser's fixtures (the module's browser, a page per test, its screenshots folder).
+from test_browser import TURN_TIMEOUT_MS, Screen, browser, screen, shots  # noqa: F401
+
+from agy_sim.stack.local_stack import LocalStack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.tmux, pytest.mark.browser]
+
+ROLE = "Workspace Surveyor"
+TASK = "Survey the workspace and report what is there."
+SUMMARY = "The workspace is listed; nothing else to report."
+
+
+def test_a_sub_agent_shows_its_task_its_tool_calls_and_its_summary(
+    screen: Screen,  # noqa: F811 - test_browser's fixture, imported above
+    stack: LocalStack,
+) -> None:
+    screen.open_session()
+    page = screen.page
+    screen.send("Please use a sub-agent to look around.")
+    screen.shows(f"The sub-agent reported: {SUMMARY}")
+    # The transcript marks the sub-agent's start with a link to its child session (omnigent
+    # names it there by the child's key); the child session is titled by the sub-agent's role.
+    started = page.get_by_role("link", name=re.compile(r"^[0-9a-f-]{36}$")).first
+    expect(started).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    screen.shot("row")
+    started.click()
+    expect(page.get_by_text(ROLE).first).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    # The child session: the task it was given, the call it made, what it reported.
+    expect(page.get_by_text(TASK).first).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    fold = page.get_by_test_id("turn-worked-fold").first.get_by_role("button").first
+    fold.click()  # the turn's tool calls
+    expect(fold).to_have_attribute("aria-expanded", "true")
+    # The call reads as the parent's own listing would (tool_rows), not as a raw row.
+    page.get_by_text("Listed 1 directory", exact=True).first.click()
+    expect(page.get_by_text(SUMMARY).first).to_be_visible()
+    screen.shot("child")
+    body = page.inner_text("body")
+    for raw in ("List workspace(", "list_directory(", "Called 1 tool"):
+        assert raw not in body, f"the sub-agent's call is shown raw: {raw}"

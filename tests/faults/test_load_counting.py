@@ -1,0 +1,61 @@
+"""The load-with-faults run's counting (tests/loadmix.py) sees a turn lost or duplicated: the
+e2e test and the benchmark report 0 of each only if these checks can say otherwise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from loadmix import Played, check_turn
+
+USER = "CORTEX_STEP_TYPE_USER_INPUT"
+PLANNER = "CORTEX_STEP_TYPE_PLANNER_RESPONSE"
+DONE = "CORTEX_STEP_STATUS_DONE"
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"type": USER, "userInput": {"userResponse": text}}
+
+
+def answer(text: str) -> dict[str, Any]:
+    return {"type": PLANNER, "status": DONE, "plannerResponse": {"response": text}}
+
+
+def played(text: str, *deltas: str, end: str = "response.completed") -> Played:
+    events = [{"type": "response.output_text.delta", "delta": d} for d in deltas]
+    return Played(text, [*events, {"type": end}])
+
+
+STEPS = [user("first"), answer("Hello there."), user("second"), answer("Again.")]
+
+
+def test_a_turn_received_as_committed_passes() -> None:
+    check_turn(STEPS, played("first", "Hello ", "there."))
+    check_turn(STEPS, played("second", "Again."))
+
+
+@pytest.mark.parametrize(
+    ("turn", "steps", "verdict"),
+    [
+        (played("first", "Hello ", "Hello ", "there."), STEPS, "duplicated"),
+        (played("first", "Hello "), STEPS, "lost"),
+        (played("first", "Hello there.", end="response.failed"), STEPS, "failed"),
+        (played("first", "Hello there.", end="session.failed"), STEPS, "failed"),
+        (played("first", "Hello there.", end="stream.end"), STEPS, "lost"),
+        (played("first", "Hello there."), [*STEPS, user("first")], "duplicated"),
+        (played("third", "Hello there."), STEPS, "lost"),
+    ],
+)
+def test_a_turn_lost_or_duplicated_is_named(
+    turn: Played, steps: list[dict[str, Any]], verdict: str
+) -> None:
+    with pytest.raises(AssertionError, match=f"^{verdict}"):
+        check_turn(steps, turn)
+
+
+def test_a_card_shown_twice_is_duplicated() -> None:
+    steps = [user("run"), {"type": "CORTEX_STEP_TYPE_RUN_COMMAND", "completedInteractions": [{}]}]
+    card = {"type": "response.elicitation_request", "elicitation_id": "e1"}
+    turn = Played("run", [card, card, {"type": "response.completed"}])
+    with pytest.raises(AssertionError, match=r"^duplicated"):
+        check_turn(steps, turn)

@@ -1,0 +1,248 @@
+"""`omnigent-agy probe` against agy-sim: a separate process in tmux, started by the plugin's
+launcher, over real TLS HTTP/2, every turn included; then what it leaves behind (nothing but
+the recording) and whether the recording reads as the fixtures do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+import libtmux
+import pytest
+from conftest import REPO_ROOT
+from simproc import AGY_SIM
+
+from omnigent_agy.onboarding.config import load_config
+from omnigent_agy.probe.consent import RESUME
+from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.run import ProbeReport, ProbeSettings, run_probe
+from omnigent_agy.probe.turn_checks import PLANS
+from omnigent_agy.reading.mapper import map_step
+from omnigent_agy.reading.mapper_state import MapperState
+
+pytestmark = pytest.mark.tmux
+
+ALL_TURNS = tuple(plan.name for plan in PLANS)
+# What agy-sim does not model yet; each must fail (the probe notices), none other may.
+KNOWN_GAPS: dict[str, str] = {}
+
+
+# Steps the probe's turns do not make and agy-sim's capture plans do (tests/simulator/
+# test_sim_conformance.py compares the plans' steps with a recording).
+RECORDING_LACKS = {
+    "selectedOptionIds": "the probe skips its question; the plans pick options",
+    "skipped": "the plans answer their questions; the probe skips",
+    "error": "the probe cancels no running command (cancel_command does)",
+    "plannerConfig.planModel": "a plan sends the older requestedModel form",
+}
+
+
+def sim_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "OMNIGENT_CONFIG_HOME": str(tmp_path / "omnigent"),
+        "OMNIGENT_AGY_CLI_PATH": str(AGY_SIM),
+        "AGY_SIM_STARTUP_DELAY": "0.3",
+        "AGY_SIM_TOKEN_DELAY": "0.005",
+        "AGY_SIM_LONG_TOKEN_DELAY": "0.05",
+        **extra,
+    }
+
+
+@pytest.fixture
+def scratch_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The probe's scratch folders go here, so the test sees that none is left."""
+    base = tmp_path / "tmp"
+    base.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(base))
+    yield base
+    assert sorted(p.name for p in base.iterdir()) == []
+
+
+def probe(
+    tmp_path: Path,
+    *,
+    turns: tuple[str, ...] = ALL_TURNS,
+    resume: bool = True,
+    record: bool = True,
+    ready_timeout: float = 30.0,
+    **env: str,
+) -> ProbeReport:
+    environment = sim_env(tmp_path, **env)
+    settings = ProbeSettings(
+        config=load_config(env=environment),
+        env=environment,
+        turns=turns,
+        resume=resume,
+        record=tmp_path / "recording" if record else None,
+        ready_timeout=ready_timeout,
+        turn_timeout=60.0,
+    )
+    said: list[str] = []
+    report = asyncio.run(run_probe(settings, said.append))
+    assert said, "the probe says what it is doing"
+    socket = f"omnigent-agy-probe-{os.getpid()}"
+    assert not libtmux.Server(socket_name=socket).is_alive(), "the probe's tmux server is gone"
+    return report
+
+
+def by_fact(findings: tuple[Finding, ...]) -> dict[str, list[Finding]]:
+    found: dict[str, list[Finding]] = {}
+    for finding in findings:
+        found.setdefault(finding.fact, []).append(finding)
+    return found
+
+
+def test_the_probe_passes_against_agy_sim(tmp_path: Path, scratch_base: Path) -> None:
+    report = probe(tmp_path)
+    failed = {f.fact: f.seen for f in report.findings if f.verdict is Verdict.FAIL}
+    assert failed.keys() == KNOWN_GAPS.keys(), failed
+    assert report.version == "1.2.5-sim"
+    facts = by_fact(report.findings)
+    for fact in (
+        "agy starts",
+        "TLS and HTTP/2",
+        "CSRF: no header",
+        "CSRF: a wrong token",
+        "turn: text streams",
+        "turn: usage",
+        "turn: as the plugin reads it",
+        "command: output as the plugin reads it",
+        "Stop: CancelCascadeSteps on a gate",
+        "deny: agy carries on",
+        "question: agy carries on after a skip",
+        "interrupt: Stop stops the turn",
+        "/clear: a new conversation",
+        "resume: --conversation on a copy",
+        "fields: PLANNER_RESPONSE DONE",
+        "fields: RUN_COMMAND WAITING",
+        "fields: ASK_QUESTION WAITING",
+    ):
+        assert [f.verdict for f in facts[fact]] == [Verdict.PASS], facts[fact]
+    # agy-sim runs the command the probe names (docs/simulator.md, approval_command).
+    (gate,) = facts["command: a permission gate"]
+    assert gate.seen.endswith("command 'echo omnigent-agy-probe'")
+    assert "omnigent-agy-probe" in facts["command: output as the plugin reads it"][0].seen
+    skipped = [f.fact for f in report.findings if f.verdict is Verdict.SKIP]
+    assert skipped == []
+    # agy-sim models docs/wire.md §9's public reports: glog lines, version, sign-in, quota.
+    for fact in (
+        "log: line form",
+        "log: version line",
+        "log: sign-in line",
+        "quota: GetUserStatus",
+    ):
+        assert [f.verdict for f in facts[fact]] == [Verdict.PASS], facts[fact]
+    assert report.recording == tmp_path / "recording"
+
+
+def test_no_turn_without_consent(tmp_path: Path, scratch_base: Path) -> None:
+    report = probe(tmp_path, turns=(), resume=False, record=False)
+    assert report.recording is None
+    facts = by_fact(report.findings)
+    for plan in PLANS:
+        (finding,) = facts[f"turn: {plan.name}"]
+        assert finding.verdict is Verdict.SKIP
+        assert finding.seen == "not run: no turns were agreed to"
+    assert facts["fields: RUN_COMMAND WAITING"][0].verdict is Verdict.SKIP
+    # Without turns the model was never called: no USER_INPUT anywhere.
+    assert facts["fields: USER_INPUT"][0].seen.startswith("the plain turn was not run")
+    assert [f.fact for f in report.findings if f.verdict is Verdict.FAIL] == list(KNOWN_GAPS)
+
+
+def _conformance() -> ModuleType:
+    path = REPO_ROOT / "tests" / "simulator" / "test_sim_conformance.py"
+    spec = importlib.util.spec_from_file_location("probe_sim_conformance", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_recording_reads_as_fixtures_do(tmp_path: Path, scratch_base: Path) -> None:
+    """Every step of the recording goes through the mapper, and the simulator's conformance
+    checks take the recording as their reference and find agy-sim's steps like it."""
+    report = probe(tmp_path, turns=ALL_TURNS, resume=False)
+    assert report.recording is not None
+    files = sorted(report.recording.glob("*.json"))
+    names = {p.name for p in files}
+    assert {"plain.poll.json", "plain.stream.json", "command.poll.json", "calls.json"} <= names
+    conformance = _conformance()
+    mapped = 0
+    for path in files:
+        for step in conformance.steps_of(json.loads(path.read_text())):
+            list(map_step(MapperState(cascade_id="c"), step, absolute_index=0))
+            mapped += 1
+    assert mapped > 20
+    refs = conformance.References(files)
+    kinds = {kind for kind, _, _ in refs.by_key}
+    assert kinds == {"poll", "stream"}
+    captures = {p.name: conformance.run_plan(p, tmp_path / "ws") for p in conformance.PLANS}
+    checked = 0
+    all_issues: list[str] = []
+    for captured in captures.values():
+        issues, count = conformance._check(captured, refs)
+        all_issues += issues
+        checked += count
+    # What the comparison finds is what the probe's turns did not do and agy-sim's capture
+    # plans do: it reads the recording as it reads the real ones.
+    unexplained = [i for i in set(all_issues) if not any(k in i for k in RECORDING_LACKS)]
+    assert unexplained == []
+    assert all_issues, "the comparison must see the recording's steps"
+    assert checked > 50
+
+
+def test_the_cli_without_a_terminal_spends_no_turn(tmp_path: Path) -> None:
+    """`omnigent-agy probe` with no stdin: no turn, the table, exit 0 (1 while agy-sim has a
+    known gap), no recording."""
+    env = sim_env(tmp_path, TMPDIR=str(tmp_path))
+    ran = subprocess.run(
+        [sys.executable, "-m", "omnigent_agy.cli", "probe", "--no-record"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == (1 if KNOWN_GAPS else 0), ran.stdout + ran.stderr
+    assert "omnigent-agy probe: agy 1.2.5-sim" in ran.stdout
+    assert "not run: no terminal to ask (run with --yes to spend turns)" in ran.stdout
+    assert "PASS  §1        CSRF: no header" in ran.stdout
+    assert "starting agy as the plugin does" in ran.stderr
+    assert not list(tmp_path.glob("agy-probe-*"))
+    assert not list(tmp_path.glob("omnigent-agy-probe-*"))
+    assert RESUME not in ran.stdout.split("agy starts")[0]
+
+
+def test_a_gate_after_the_answered_one_is_refused(
+    tmp_path: Path, scratch_base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model that asks again after the probe's one answer (here agy-sim's chained command:
+    a gate per part, on one step) gets each later gate refused, and the turn still ends."""
+    from omnigent_agy.probe import run  # noqa: PLC0415
+
+    chained = [
+        replace(plan, prompt="Please run: echo one && echo two") if plan.name == "command" else plan
+        for plan in PLANS
+    ]
+    monkeypatch.setattr(run, "PLANS", tuple(chained))
+    report = probe(tmp_path, turns=("command",), resume=False, record=False)
+    facts = by_fact(report.findings)
+    (again,) = facts["gate: asked again"]
+    assert again.verdict is Verdict.INFO
+    assert again.seen == "agy asked 1 more time(s) after the answer; refused each"
+    assert facts["command: allowed once"][0].verdict is Verdict.PASS
+    assert [f.verdict for f in facts["poll: the same steps as the stream"]] == [Verdict.PASS]
