@@ -49,7 +49,8 @@ from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.follower import Follower
 from omnigent_agy.reading.sink import release
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.connection import CSRF_HEADER, SERVICE, return_freed_memory
+from omnigent_agy.rpc.connection import CSRF_HEADER, SERVICE
+from omnigent_agy.rpc.heap import return_freed_memory
 from omnigent_agy.rpc.wire import encode_envelope
 
 RUNNING = "CASCADE_RUN_STATUS_RUNNING"

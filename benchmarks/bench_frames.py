@@ -10,7 +10,9 @@ of 5 runs, so that a change in the machine's load falls on all three alike; the 
 the median µs per frame and the median of each run's ratio to that run's floor. Each
 measurement starts from a collected heap handed back to the OS, so that what the setup freed
 is not charged to the plugin's first `malloc_trim` (the memory its own first frame freed
-still is, as in a real stream). Asserts nothing about time.
+still is, as in a real stream). Then (not with `--quick`) the instructions per frame of each
+path, which the load cannot move (benchmarks/frame_instructions.py, valgrind). Asserts
+nothing about time.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import frame_instructions
 from common import options, spec, table
 from frameserver import Script
 from readers import BuiltinReader, PluginReader, builtin_stub_sink
 
-from omnigent_agy.rpc.connection import return_freed_memory
+from omnigent_agy.rpc.heap import return_freed_memory
 from omnigent_agy.rpc.wire import encode_envelope
 
 RUNNING = "CASCADE_RUN_STATUS_RUNNING"
@@ -136,3 +139,5 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    if not options(__doc__ or "").quick:  # valgrind takes minutes: not in the test suite
+        frame_instructions.main()

@@ -1,8 +1,8 @@
 """How long the mapper takes per new text delta as the conversation grows.
 
 Run: `.venv/bin/python benchmarks/bench_mapper.py [--quick]`. Prints figures; asserts nothing
-about time (DESIGN-NOTES §6: the work per frame must not grow with the conversation's length, so the
-microseconds per delta should be about the same for every row).
+about time (docs/decisions.md §6: the work per frame must not grow with the conversation's length,
+so the microseconds per delta should be about the same for every row).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.reading.mapper import MapperState, map_step
+from omnigent_agy.reading.mapper import map_step
+from omnigent_agy.reading.mapper_state import MapperState
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "recorded_steps"
 FRAMES = 400  # GENERATING frames per measured answer, each 24 characters longer

@@ -4,7 +4,7 @@ Run: `.venv/bin/python benchmarks/bench_reader.py [--quick]`. Prints figures; as
 about time.
 This is the reader's whole per-frame path — decode the update, map the changed step, publish,
 save the durable cursor — without the network, so the rows compare history sizes only
-(DESIGN-NOTES §6: the work per frame must not grow with the conversation's length).
+(docs/decisions.md §6: the work per frame must not grow with the conversation's length).
 """
 
 from __future__ import annotations

@@ -33,11 +33,13 @@ from omnigent.harnesses.antigravity_native import rpc as builtin_rpc
 from simproc import AGY_SIM, TOKEN, sim_launcher
 
 from omnigent_agy.agy.gemini_home import GeminiSeed
+from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
 from omnigent_agy.interactions.prompts import PolicyAction, PolicyVerdict
 from omnigent_agy.reading.reader_state import ReaderSettings
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.session.agy_session import AgySession
 from omnigent_agy.session.binding import SessionSettings
+from omnigent_agy.session.turns import Turn
 
 
 class Prompts:
@@ -95,7 +97,7 @@ def instrumented() -> Iterator[Stamps]:
 async def session_turns(root: Path, turns: int) -> dict[str, Any]:
     workspace = root / "workspace"
     workspace.mkdir(parents=True)
-    person = make_person_gemini(root / "person-gemini")  # signed in (WIRE.md §1b)
+    person = make_person_gemini(root / "person-gemini")  # signed in (docs/wire.md §1b)
     settings = SessionSettings(
         conversation_id=f"bench-{uuid.uuid4().hex[:8]}",
         workspace=workspace,
@@ -104,7 +106,8 @@ async def session_turns(root: Path, turns: int) -> dict[str, Any]:
         tmux_socket=f"omnigent-agy-bench-{uuid.uuid4().hex[:8]}",
         keep_agy_running=False,
         reader=ReaderSettings(),
-        gemini_seed=GeminiSeed(source=person.path, workspace=workspace),
+        gemini_seed=GeminiSeed(source=person.path),
+        trust=WorkspaceTrust(operator=(WorkspacePattern(str(workspace)),)),
     )
     session = AgySession(settings)
     figures: dict[str, Any] = {"overhead": [], "handshakes": []}
@@ -116,9 +119,7 @@ async def session_turns(root: Path, turns: int) -> dict[str, Any]:
             for turn in range(turns):
                 before = stamps.handshakes
                 started = time.perf_counter()
-                async for _ in session.run_turn(
-                    f"hello {turn}", model=None, effort=None, prompts=Prompts()
-                ):
+                async for _ in session.run_turn(Turn(f"hello {turn}", Prompts())):
                     pass
                 figures["overhead"].append(stamps.sent[-1] - started)
                 figures["handshakes"].append(stamps.handshakes - before)

@@ -26,11 +26,11 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from omnigent_agy.simulator import steps_factory as sf
-from omnigent_agy.simulator.cascade import Cascade
-from omnigent_agy.simulator.connect_app import ConnectApp, ConnectHandlerError
-from omnigent_agy.simulator.history import seed_history
-from omnigent_agy.simulator.server import TlsConnectServer
+from agy_sim import steps_factory as sf
+from agy_sim.cascade import Cascade
+from agy_sim.connect_app import ConnectApp, ConnectHandlerError
+from agy_sim.history import seed_history
+from agy_sim.server import TlsConnectServer
 
 MODEL = "MODEL_PLACEHOLDER_M20"
 ANSWER = "The quick brown fox jumps over the lazy dog; then it rests in the sun. " * 20_000

@@ -22,6 +22,11 @@ SCRIPTS = (
     "bench_reader.py",
     "bench_mapper.py",
     "bench_sweep.py",
+    "bench_relay.py",
+    "bench_scale.py",
+    "bench_cold.py",
+    "bench_disk.py",
+    "bench_faults.py",
 )
 
 

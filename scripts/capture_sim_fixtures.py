@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python scripts/capture_sim_fixtures.py [--check]
 
-For every scenario plan in ``omnigent_agy.simulator.capture.PLANS`` this runs a fresh
+For every scenario plan in ``agy_sim.capture.PLANS`` this runs a fresh
 engine with seeded ids and a fake clock in a throw-away workspace, and writes
 
 - ``sim/<scenario>.poll.json``: ``{"steps": [{"idx", "step"}...]}`` every poll-shape state
@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.simulator.capture import PLANS, Capture, capture
+from agy_sim.capture import PLANS, Capture, capture
 
 OUT = Path(__file__).resolve().parent.parent / "fixtures" / "recorded_steps" / "sim"
 WORKSPACE_STANDIN = "/home/user/project"
