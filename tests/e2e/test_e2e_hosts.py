@@ -200,6 +200,12 @@ def test_a_host_restarted_while_a_card_waits_answers_it_or_fails_coded(
                 if ends:
                     return ends[-1]
                 status = conversation.state()
+                if status.get("status") == "failed" and status.get("last_task_error") is None:
+                    # omnigent's own moment between a runner's failure and its label (or
+                    # between clearing a disconnect's label and its status on reconnect):
+                    # seen once in CI. Settled only with its cause; failed without one for
+                    # the whole wait fails the test below with the last status seen.
+                    return None
                 return status if status.get("status") in ("failed", "idle") else None
 
             end = wait_until(settled, timeout=240, what="the turn to end or fail")

@@ -46,7 +46,7 @@ class Repl:
         self.capture = capture
         self.socket = f"repl-{uuid.uuid4().hex[:10]}"
         self.server = libtmux.Server(socket_name=self.socket, config_file=os.devnull)
-        script = capture.with_suffix(".sh")
+        script = home.root / f"{self.socket}.sh"  # the exports stay out of .artifacts
         exports = "".join(
             f"export {name}={shlex.quote(value)}\n"
             for name, value in home.env.items()
@@ -70,22 +70,19 @@ class Repl:
         return " ".join(line.strip() for line in self.lines()[self.mark :] if line.strip())
 
     def wait(self, pattern: str | re.Pattern[str], timeout: float = TURN) -> str:
-        found = wait_until(
-            self.since_mark,
-            timeout=timeout,
-            what=f"the REPL to show {pattern!r}",
-            until=lambda text: re.search(pattern, text),
-        )
-        self.capture.write_text("\n".join(self.lines()) + "\n")
-        return found
+        try:
+            return wait_until(
+                self.since_mark,
+                timeout=timeout,
+                what=f"the REPL to show {pattern!r}",
+                until=lambda text: re.search(pattern, text),
+            )
+        finally:  # found or not: the pane as it was, for the reader of a failure
+            self.capture.write_text("\n".join(self.lines()) + "\n")
 
     def send(self, keys: str) -> None:
         """Type `keys` and Enter; later waits read what the REPL prints from here on."""
-        lines = self.lines()
-        prompts = [index for index, line in enumerate(lines) if line.lstrip().startswith(PROMPT)]
-        # New output goes where the input box is now (the REPL's echo of an answer a line or
-        # two above its last prompt line).
-        self.mark = max(0, prompts[-1] - 3) if prompts else len(lines)
+        self.mark = _output_end(self.lines())
         self.pane.send_keys(keys, enter=True)
 
     def start(self) -> None:
@@ -105,6 +102,24 @@ class Repl:
     def close(self) -> None:
         self.capture.write_text("\n".join(self.lines()) + "\n")
         kill_tmux(self.socket, os.environ)
+
+
+def _chrome(line: str) -> bool:
+    """The REPL's frame below its output: blank lines, the rules around the input box and the
+    status line (both start with "─"), the empty input line."""
+    text = line.strip()
+    return not text or text.startswith("\N{BOX DRAWINGS LIGHT HORIZONTAL}") or text == PROMPT
+
+
+def _output_end(lines: list[str]) -> int:
+    """Where the next output goes: after the last line of output, less two lines, as the
+    REPL echoes an answer right under its card ("approved"). Read from the output itself,
+    not from the input box, which is not there while the REPL redraws it: a mark taken then
+    fell on an earlier turn's line, and a wait matched that turn's card."""
+    end = len(lines)
+    while end and _chrome(lines[end - 1]):
+        end -= 1
+    return max(0, end - 2)
 
 
 @pytest.fixture(scope="module")
@@ -127,12 +142,17 @@ def home(stack: LocalStack) -> Iterator[HostHome]:
         sweep([str(person.root), person.tmux_socket])
 
 
+def _capture_folder(request: pytest.FixtureRequest) -> Path:
+    """Where the panes are written, beside the browser's screenshots, so a failed run's
+    REPL can be read after pytest's temporary folders are gone."""
+    folder = Path(request.config.rootpath) / ".artifacts" / "repl"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 @pytest.fixture(scope="module")
-def repl(
-    stack: LocalStack, home: HostHome, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Repl]:
-    captures = tmp_path_factory.mktemp("repl")
-    shell = Repl(home, stack.workspace, captures / "repl.txt")
+def repl(stack: LocalStack, home: HostHome, request: pytest.FixtureRequest) -> Iterator[Repl]:
+    shell = Repl(home, stack.workspace, _capture_folder(request) / "repl.txt")
     try:
         shell.start()
         yield shell
@@ -246,11 +266,14 @@ def test_approve_always_sends_later_questions_straight_to_their_field(repl: Repl
 
 
 def test_the_trust_card_in_the_repl_n_starts_nothing_and_y_trusts_the_folder(
-    stack: LocalStack, home: HostHome, tmp_path_factory: pytest.TempPathFactory
+    stack: LocalStack,
+    home: HostHome,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> None:
     folder = tmp_path_factory.mktemp("untrusted") / "project"
     folder.mkdir()
-    shell = Repl(home, folder, tmp_path_factory.mktemp("repl-trust") / "repl.txt")
+    shell = Repl(home, folder, _capture_folder(request) / "repl-trust.txt")
     try:
         shell.start()
         shell.send("Say hello in one short sentence.")
