@@ -124,9 +124,12 @@ class Sim:
     def type(self, line: str, *, enter: bool = True) -> None:
         self.pane.send_keys(line, enter=enter, literal=True)
 
-    def set_faults(self, *faults: dict[str, Any], restart: int = 0) -> None:
+    def set_faults(
+        self, *faults: dict[str, Any], restart: int = 0, restart_pause: float = 0.0
+    ) -> None:
         tmp = self.faults.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"restart": restart, "faults": list(faults)}))
+        plan = {"restart": restart, "restart_pause": restart_pause, "faults": list(faults)}
+        tmp.write_text(json.dumps(plan))
         tmp.replace(self.faults)  # atomic: the process never reads half a file
 
     def clear_faults(self) -> None:

@@ -7,7 +7,7 @@ that a test may rewrite at any time: ``FaultSource.current()`` re-reads it on ev
 
 Control file (every key optional)::
 
-    {"restart": 1,
+    {"restart": 1, "restart_pause": 8.0,
      "faults": [
        {"kind": "drop_stream", "method": "StreamAgentStateUpdates", "after_frames": 2},
        {"kind": "stall_stream", "after_frames": 0, "times": 1},
@@ -20,7 +20,9 @@ Control file (every key optional)::
 ``method`` is a method name or ``"*"`` (default). ``times`` bounds how many requests a rule
 fires on (absent: every request); a rule's count is keyed by its value, so rewriting the
 file with the same rule keeps counting and a new ``"id"`` re-arms it. Raising ``restart``
-asks the process to restart its server on a new port (process.py watches it).
+asks the process to restart its server on a new port (process.py watches it);
+``restart_pause`` seconds pass between the old port closing and the new one answering (a
+language server slow to come back, as under load).
 
 The control file may also be a *folder* of them: each agy-sim then follows its own file in it,
 named after its ``--gemini_dir`` (``control_file_for``). Many agys launched with one
@@ -115,6 +117,7 @@ class FaultPlan:
 
     rules: tuple[FaultRule, ...] = ()
     restart: int = 0
+    restart_pause: float = 0.0
 
 
 NO_FAULTS: Final = FaultPlan()
@@ -190,9 +193,13 @@ def parse_plan(raw: object) -> FaultPlan:
     faults = raw.get("faults", [])
     if not isinstance(faults, list) or not all(isinstance(item, dict) for item in faults):
         raise FaultConfigError('"faults" must be a list of objects')
+    pause = _as_float(raw.get("restart_pause", 0.0), "restart_pause")
+    if pause < 0:
+        raise FaultConfigError(f"restart_pause must not be negative, not {pause}")
     return FaultPlan(
         rules=tuple(parse_rule(item) for item in faults),
         restart=_as_int(raw.get("restart", 0), "restart"),
+        restart_pause=pause,
     )
 
 
@@ -229,7 +236,11 @@ class FaultSource:
 
     def current(self) -> FaultPlan:
         file_plan = self._read_file()
-        return FaultPlan(rules=self.static_rules + file_plan.rules, restart=file_plan.restart)
+        return FaultPlan(
+            rules=self.static_rules + file_plan.rules,
+            restart=file_plan.restart,
+            restart_pause=file_plan.restart_pause,
+        )
 
     def _read_file(self) -> FaultPlan:
         if self.control_file is None:

@@ -261,7 +261,7 @@ class SimProcess:
             if wanted > generation or self._restart_requested.is_set():
                 generation = max(generation, wanted)
                 self._restart_requested.clear()
-                port = await server.restart()
+                port = await server.restart(pause=source.current().restart_pause)
                 _log.info(LISTENING_LINE.format(port=port))
                 tui.write(f"[language server restarted on port {port}]")
         return 0

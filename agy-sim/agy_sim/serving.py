@@ -94,10 +94,13 @@ class RestartableServer:
         self._launch(TlsConnectServer(self._app, alpn=self._alpn).bind())
         return self.port
 
-    async def restart(self) -> int:
+    async def restart(self, *, pause: float = 0.0) -> int:
+        """Move to a fresh port pair; it answers `pause` seconds after the old one closed."""
         # Bind the new pair while the old one is still held, so the port really changes.
         fresh = TlsConnectServer(self._app, alpn=self._alpn).bind()
         await self.stop()
+        if pause:
+            await asyncio.sleep(pause)
         self._launch(fresh)
         return self.port
 

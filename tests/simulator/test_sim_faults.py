@@ -181,6 +181,7 @@ def test_parse_plan_from_json() -> None:
     plan = parse_plan(
         {
             "restart": 2,
+            "restart_pause": 1.5,
             "faults": [
                 {"kind": "http_error", "method": "Heartbeat", "times": 1},
                 {"kind": "delay", "seconds": 0.5},
@@ -193,13 +194,30 @@ def test_parse_plan_from_json() -> None:
             FaultRule(FaultKind.DELAY, seconds=0.5),
         ),
         restart=2,
+        restart_pause=1.5,
     )
 
 
 @pytest.mark.parametrize(
     "raw",
-    [[], {"faults": {}}, {"faults": ["delay"]}, {"restart": True}, {"faults": [{"kind": "x"}]}],
-    ids=["not-object", "faults-object", "faults-strings", "restart-bool", "bad-kind"],
+    [
+        [],
+        {"faults": {}},
+        {"faults": ["delay"]},
+        {"restart": True},
+        {"faults": [{"kind": "x"}]},
+        {"restart_pause": -1},
+        {"restart_pause": "soon"},
+    ],
+    ids=[
+        "not-object",
+        "faults-object",
+        "faults-strings",
+        "restart-bool",
+        "bad-kind",
+        "pause-negative",
+        "pause-word",
+    ],
 )
 def test_parse_plan_rejects(raw: object) -> None:
     with pytest.raises(FaultConfigError):

@@ -95,3 +95,25 @@ def test_restart_ends_the_connections_clients_left_open(sims: SimLauncher) -> No
 
     # The conversation is kept, and its turn ran on.
     wait_until(lambda: sim.rpc(status) == IDLE, timeout=20, what="the conversation's turn to end")
+
+
+def test_a_restart_with_a_pause_answers_on_the_new_port_only_after_it(sims: SimLauncher) -> None:
+    """`restart_pause`: the old port closes at once, the new one is logged and answers only
+    after the pause (a language server slow to come back)."""
+    sim = sims.launch(*FAST)
+    old = sim.port
+    sim.set_faults(restart=1, restart_pause=5.0)
+
+    def old_closed() -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", old)) != 0
+
+    wait_until(old_closed, timeout=RESTART_DEADLINE, what="the old port to close")
+    assert len(sim.ports_logged()) == 1, "the new port was logged before the pause ended"
+    wait_until(
+        lambda: len(sim.ports_logged()) == 2,
+        timeout=RESTART_DEADLINE,
+        what="agy-sim to listen on a new port after the pause",
+    )
+    assert sim.port != old
+    assert sim.rpc(lambda client: client.heartbeat()) is not None
