@@ -13,7 +13,9 @@ one owner: docs/decisions.md §10). It follows one conversation:
   opens the stream again.
 - **Broken streams** (transport errors, 5xx, garbage) switch to polling GetCascadeTrajectorySteps
   from the first uncommitted step (never the whole trajectory), with jittered exponential
-  backoff between attempts to stream again.
+  backoff between attempts to stream again. The reader's first calls (skipping the history, a
+  first look for a `/clear`) are retried the same way, without polling before the history is
+  skipped: agy may have moved between the session's lookup and the reader's start.
 - **`/clear` rotation**: a new root cascade in agy (`rotation.RotationWatch`, docs/wire.md §7) is
   followed deliberately, rotated in the session's `Whereabouts` (the one owner of where the
   conversation is, which the rest of the session asks) and reported with `ConversationRotated`.
@@ -211,12 +213,13 @@ class CascadeReader:
         client = self._client = self._client_factory(self._port, self._token)
         backoff = self._settings.reconnect_initial
         failures = 0
+        started = False
         try:
-            if self._skip_existing and not self._follower.restored:
-                await self._skip_history(client)
-            await self._check_rotation(client)
             while not self._stop.is_set():
                 try:
+                    if not started:  # agy may have moved already: its errors are handled below
+                        await self._start(client)
+                        started = True
                     await self._stream_once(client)
                     backoff = self._settings.reconnect_initial
                     failures = 0
@@ -227,7 +230,10 @@ class CascadeReader:
                     self._set_mode("polling", f"{exc.code}: {exc.message}")
                     client, failures = await self._maybe_new_port(client, failures, exc)
                     self._client = client
-                    await self._poll_for(client, backoff)
+                    if started:
+                        await self._poll_for(client, backoff)
+                    else:  # a poll now would publish the history as new
+                        await asyncio.sleep(backoff * random.uniform(0.5, 1.0))  # noqa: S311
                     backoff = min(backoff * 2, self._settings.reconnect_max)
         except CsrfError as exc:
             # Not transient: this port belongs to another agy, or agy restarted with another
@@ -243,6 +249,13 @@ class CascadeReader:
             self._follower.save_cursor()
             for old in [*self._retired, client]:
                 await old.aclose()
+
+    async def _start(self, client: RpcClient) -> None:
+        """What the reader does once before it streams: skip the history (`skip_existing`,
+        without a cursor) and look for a `/clear` made while nobody followed."""
+        if self._skip_existing and not self._follower.restored:
+            await self._skip_history(client)
+        await self._check_rotation(client)
 
     async def _skip_history(self, client: RpcClient) -> None:
         """Count what the conversation holds now as history, fetching only its last turn.

@@ -527,6 +527,46 @@ def test_agy_restarting_on_a_new_port_is_found_again(sim: Sim) -> None:
         assert reader.stop()
 
 
+@pytest.mark.usefixtures("no_stray_threads")
+def test_agy_gone_from_its_port_before_the_reader_starts_is_found_and_its_history_skipped(
+    sim: Sim,
+) -> None:
+    """agy moved between the session's lookup and the reader's first call (a port move under
+    load): the reader follows it and counts what is there as history, as on its own port.
+    It used to end on the first call's error, and the turn failed as agy_unreachable."""
+    cascade, model = new_cascade(sim)
+    send(sim, cascade, "hello there", model)
+    run(_wait_idle(sim, cascade))
+    with socket.socket() as closed:  # a loopback port nothing listens on once closed
+        closed.bind(("127.0.0.1", 0))
+        left = closed.getsockname()[1]
+
+    async def where_now() -> int:
+        return sim.port
+
+    sink: QueueSink[ReaderEvent] = QueueSink()
+    reader = CascadeReader(
+        port=left,
+        csrf_token=sim.token or "",
+        cascade_id=cascade,
+        sink=sink,
+        settings=QUICK,
+        resolve_port=where_now,
+        skip_existing=True,
+    )
+    reader.start()
+    try:
+        assert reader.wait_ready(20), "the reader never caught up"
+        collected = Collected(sink)
+        send(sim, cascade, "and again", model)
+        collected.until(TurnEnded)
+        assert [b.text for b in collected.of(TurnBoundary)] == ["and again"]
+        assert len(collected.of(AssistantMessage)) == 1
+        assert not collected.of(ReaderFailed)
+    finally:
+        assert reader.stop()
+
+
 def test_stop_before_start_and_twice_is_harmless(sim: Sim) -> None:
     reader = CascadeReader(
         port=sim.port, csrf_token=sim.token or "", cascade_id="x", sink=QueueSink()
