@@ -62,6 +62,12 @@ __all__ = ["AgyBinding", "PreflightError", "SessionError", "SessionSettings", "u
 
 _logger = logging.getLogger(__name__)
 
+# How long agy is looked for again after its port stopped answering, while its process lives:
+# a language server that moved can take seconds to answer on its new port (more under load),
+# and a turn failed for that is lost. Waiting costs nothing when agy answers sooner, and an
+# agy that exited ends the look at once.
+_FIND_AGAIN_S = 30.0
+
 
 class SessionError(AgyError):
     """A turn cannot run: agy is gone, the conversation is lost, … (`failures` maps it by
@@ -364,7 +370,7 @@ class AgyBinding:
         agy = self._agy
         assert agy is not None
         return await discover_pin(
-            pid=agy.pid, log_file=agy.log_file, csrf_token=agy.csrf_token, deadline=5.0
+            pid=agy.pid, log_file=agy.log_file, csrf_token=agy.csrf_token, deadline=_FIND_AGAIN_S
         )
 
     def reader_ok(self) -> bool:

@@ -63,21 +63,30 @@ class MovableAgy:
     def ports(self, conversation_id: str) -> list[int]:
         return [int(p) for p in LISTENING.findall(self.log(conversation_id))]
 
-    def move(self, conversation_id: str) -> int:
-        """Restart agy-sim's listeners on a new port; the old one stops answering."""
+    def move(self, conversation_id: str, *, pause: float = 0.0) -> int:
+        """Restart agy-sim's listeners on a new port; the old one stops answering. With a
+        `pause`, once the old port is closed: the new one answers `pause` seconds later."""
         old = self.ports(conversation_id)[-1]
         self.restarts += 1
         tmp = self.faults.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"restart": self.restarts, "faults": []}))
+        plan = {"restart": self.restarts, "restart_pause": pause, "faults": []}
+        tmp.write_text(json.dumps(plan))
         tmp.replace(self.faults)
+        if pause:
+            wait_until(lambda: _refused(old), timeout=20, what="agy-sim to leave its port")
+            return old
         new = wait_until(
             lambda: (p := self.ports(conversation_id)[-1]) != old and p,
             timeout=20,
             what="agy-sim to listen on a new port",
         )
-        with socket.socket() as probe:
-            assert probe.connect_ex(("127.0.0.1", old)) != 0, "the old port still answers"
+        assert _refused(old), "the old port still answers"
         return new
+
+
+def _refused(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
 
 
 @pytest.fixture
@@ -145,3 +154,17 @@ def test_steering_and_the_next_turn_follow_agy_to_its_new_port(movable: MovableA
             for s in movable.steps(harness.conversation_id, "CORTEX_STEP_TYPE_USER_INPUT")
         ]
         assert "and mention tests" in said
+
+
+def test_a_turn_waits_for_agy_slow_to_come_back_on_its_new_port(movable: MovableAgy) -> None:
+    """agy's language server takes seconds to answer on its new port (a restart under load):
+    the next turn waits for it as long as agy's process lives. It used to give discovery 5 s
+    and fail the turn agy_unreachable ("could not connect to agy at port N")."""
+    with _harness() as harness:
+        harness.turn("first hello").until("response.completed")
+        movable.move(harness.conversation_id, pause=12.0)
+        turn = harness.turn("hello after a slow move")
+        turn.until("response.completed", timeout=120)
+        assert "response.failed" not in turn.kinds(), turn.kinds()
+        assert "hello after a slow move" in turn.text()
+        assert len(movable.ports(harness.conversation_id)) == 2
