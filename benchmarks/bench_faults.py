@@ -7,7 +7,7 @@ does not complete or what the client received falls short of what agy committed,
 when anything of it reached agy or the client twice; a turn omnigent ended failed (shown so to
 the person, with its code) is counted apart as failed.
 
-    python benchmarks/bench_faults.py [--quick] [--seed N]
+    python benchmarks/bench_faults.py [--quick] [--seed N] [--keep]
 
 Prints the counts per conversation, the faults agy-sim fired, the wall time and the machine's
 load average; exits 1 when a turn was lost or duplicated. Asserts nothing about time.
@@ -17,6 +17,7 @@ load average; exits 1 when a turn was lost or duplicated. Asserts nothing about 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import sys
@@ -39,6 +40,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=None, help="repeat a run")
     parser.add_argument("--conversations", type=int, default=8)
     parser.add_argument("--trials", type=int, default=30, help="per conversation")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the run's folder (the logs of omnigent, each harness and each agy-sim) "
+        "and print where it is, to read a failure",
+    )
     return parser.parse_args()
 
 
@@ -107,7 +114,12 @@ def main() -> int:
     args = arguments()
     conversations, trials = (1, 1) if args.quick else (args.conversations, args.trials)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
-    with tempfile.TemporaryDirectory(prefix="bench-faults-") as name:
+    with contextlib.ExitStack() as kept:
+        if args.keep:
+            name = tempfile.mkdtemp(prefix="bench-faults-")
+            print(f"the run's folder, kept: {name}", file=sys.stderr)
+        else:
+            name = kept.enter_context(tempfile.TemporaryDirectory(prefix="bench-faults-"))
         root = Path(name)
         agy = write_simulator(root / "bin", TEST_SIMULATOR)
         progress = lambda message: print(message, file=sys.stderr)  # noqa: E731
