@@ -264,23 +264,26 @@ def watch_for_deletion(
 ) -> Removal | None:
     """Remove the conversation's state if its deletion marker goes within ``within`` seconds
     (and, once it went, as soon as no live harness holds the conversation any more). With
-    ``host_pid`` (the process that ran the harness), the watch ends once that process is gone:
-    a host that stopped deletes nothing."""
+    ``host_pid`` (the process that ran the harness), the watch ends once that process is gone,
+    after one more look at the marker: a host that stopped deletes nothing more, but omnigent
+    runs a runner per session, which removes the marker and ends at once, often before this
+    watch has started."""
     deadline = time.monotonic() + within
     host = _process(host_pid)
-    if host_pid is not None and host is None:
-        return None  # gone already
-    while time.monotonic() < deadline:
+    host_gone = host_pid is not None and host is None
+    while True:
+        # The host's state is read before the marker is looked at, so a marker it removed
+        # before it went is seen in this round.
         if not state_dir.is_dir():
             return None  # removed by someone else meanwhile
-        if host is not None and not _running(host):
-            return None
         if _deleted(state_dir) is not None:
             done = forget(state_dir, "omnigent deleted the conversation")
             if done.refused is None:
                 return done
+        if host_gone or time.monotonic() >= deadline:
+            return None
         time.sleep(_WATCH_POLL)
-    return None
+        host_gone = host is not None and not _running(host)
 
 
 def _process(pid: int | None) -> psutil.Process | None:

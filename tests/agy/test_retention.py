@@ -314,3 +314,19 @@ def test_the_watch_ends_when_the_host_that_ran_the_harness_is_gone(
     assert watch_for_deletion(agy.state_dir.path, within=60, host_pid=host.pid) is None
     assert time.monotonic() - started < 30, "it waited out its window"
     assert (agys.base / "hostgone" / TOKEN).is_file()
+
+
+def test_a_deletion_the_host_made_just_before_it_went_is_seen(agys: Agys, tmp_path: Path) -> None:
+    """omnigent runs one runner per session: on a deletion it removes the marker's folder and
+    ends, often before the detached watch has even started (a Python start, slower under
+    load). The marker gone still means deleted; the watch used to see only the runner gone
+    and end, leaving the agy and the copy of the sign-in (one CI failure)."""
+    agy = agys.launch("deletedgone")
+    marker = marker_for(tmp_path, "deletedgone")
+    record_deletion_marker(agy.state_dir, marker)
+    remove = f"import shutil; shutil.rmtree({str(marker.parent)!r})"
+    host = subprocess.Popen([sys.executable, "-c", remove])
+    host.wait()
+    assert not marker.exists()
+    assert watch_for_deletion(agy.state_dir.path, within=60, host_pid=host.pid) is not None
+    assert_gone(agys, "deletedgone", agy.pid)
