@@ -87,6 +87,7 @@ class McpServer:
         self._in = incoming
         self._out = outgoing
         self._write_lock = threading.Lock()
+        self._closed = False  # under the write lock: no answer is written once serve() ended
         self._calls: dict[str, Abandon] = {}  # in flight, by the JSON of their id
         self._calls_lock = threading.Lock()
         self._inline: dict[str, Callable[[Message], Message]] = {
@@ -100,9 +101,15 @@ class McpServer:
 
     def serve(self) -> None:
         """Until the client closes stdin (agy ends); calls still running are abandoned."""
-        for line in iter(self._in.readline, b""):
-            if line.strip():
-                self._receive(line)
+        try:
+            for line in iter(self._in.readline, b""):
+                if line.strip():
+                    self._receive(line)
+        finally:
+            # An answer being written is finished, later ones are dropped: a daemon thread
+            # writing to stdout while Python shuts down can abort it (SIGABRT).
+            with self._write_lock:
+                self._closed = True
 
     def _receive(self, line: bytes) -> None:
         try:
@@ -177,6 +184,8 @@ class McpServer:
     def _send(self, message: Message) -> None:
         data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
         with self._write_lock:
+            if self._closed:
+                return  # agy closed our stdin: nobody is left to answer
             try:
                 self._out.write(data)
                 self._out.flush()

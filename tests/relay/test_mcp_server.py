@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +27,7 @@ from waiting import await_until
 from omnigent_agy import __version__
 from omnigent_agy.relay import RELAY_SERVER
 from omnigent_agy.relay.channel import RelayChannel, relay_entry, relay_socket_path
-from omnigent_agy.relay.mcp_server import PROTOCOL_VERSIONS
+from omnigent_agy.relay.mcp_server import PROTOCOL_VERSIONS, McpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -264,3 +266,33 @@ def test_the_server_imports_the_standard_library_only(state: Path) -> None:
 def test_stdin_closed_ends_the_server(raw: Raw) -> None:
     raw.stdin.close()
     assert raw.process.wait(20) == 0
+
+
+class _SlowTools:
+    """A harness client whose tool list comes only when the test lets it."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.go = threading.Event()
+
+    def tools(self) -> list[dict[str, Any]]:
+        self.asked.set()
+        self.go.wait(20)
+        return []
+
+
+def test_nothing_is_written_once_stdin_closed_ended_the_server() -> None:
+    """agy closing the relay's stdin while a list or a call is in flight: the answer is
+    abandoned, not written while Python shuts down (a daemon thread writing to stdout then can
+    abort the interpreter: SIGABRT, which CI saw under valgrind in bench_relay)."""
+    client = _SlowTools()
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    outgoing = io.BytesIO()
+    server = McpServer(client, io.BytesIO(json.dumps(request).encode() + b"\n"), outgoing)  # type: ignore[arg-type]
+    server.serve()  # stdin ends after the one request
+    assert client.asked.wait(20), "the list was never asked for"
+    client.go.set()
+    lingering = [t for t in threading.enumerate() if t.name.startswith("mcp ")]
+    for thread in lingering:
+        thread.join(20)
+    assert outgoing.getvalue() == b"", "an answer was written after the server ended"
