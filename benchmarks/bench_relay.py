@@ -93,9 +93,12 @@ def instructions(argv: list[str], folder: Path) -> int:
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv],
         input=MESSAGES,
         capture_output=True,
-        check=True,
+        check=False,
         timeout=900,
     )
+    if done.returncode != 0:  # what valgrind and the program said, not only the exit status
+        tail = done.stderr.decode(errors="replace")[-2000:]
+        raise RuntimeError(f"callgrind run of {argv} ended {done.returncode}:\n{tail}")
     for line in done.stderr.decode().splitlines():
         if "Collected :" in line:
             return int(line.rsplit(":", 1)[1].strip())
