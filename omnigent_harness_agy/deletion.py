@@ -7,8 +7,9 @@ per-session folders the runner keeps for its native harnesses — among them the
 cache of the built-in Antigravity harness's bridge folder, which is named by the session id
 alone and lives in omnigent's data folder, so a reboot keeps it. The harness puts a marker
 file there and records its path in the conversation's state (``agy/retention``): the marker
-gone means deleted. When the harness process closes the session, a detached watcher waits a
-while for that; the sweep of every later harness process checks it too.
+gone means deleted. At the first turn the harness process also arms a watch that starts when
+the process ends, however it ends, and waits a while for that; the sweep of every later
+harness process checks it too.
 
 The folder's path comes from omnigent's own functions, so it is the runner's by
 construction; an omnigent without them leaves deletion to the retention (logged once).
@@ -21,14 +22,11 @@ import os
 from pathlib import Path
 from typing import Final
 
-from omnigent_agy.agy.retention import (
-    DELETION_MARKER_FILE,
-    record_deletion_marker,
-    spawn_deletion_watch,
-)
+from omnigent_agy.agy.deletion_watch import arm_deletion_watch
+from omnigent_agy.agy.retention import record_deletion_marker
 from omnigent_agy.agy.statedir import SessionStateDir
 
-__all__ = ["MARKER_NAME", "mark_for_deletion", "marker_path", "watch_after_close"]
+__all__ = ["MARKER_NAME", "mark_for_deletion", "marker_path"]
 
 _logger = logging.getLogger(__name__)
 
@@ -57,7 +55,8 @@ def marker_path(conversation_id: str) -> Path | None:
 
 
 def mark_for_deletion(state: SessionStateDir, conversation_id: str) -> None:
-    """Place the conversation's marker (once) and record it in its state."""
+    """Place the conversation's marker (once), record it in its state, and arm the watch that
+    looks at it once this process has ended (``arm_deletion_watch``)."""
     marker = marker_path(conversation_id)
     if marker is None:
         return
@@ -73,14 +72,8 @@ def mark_for_deletion(state: SessionStateDir, conversation_id: str) -> None:
         record_deletion_marker(state, marker)
     except OSError as exc:  # deletion then waits for the retention; the turn goes on
         _logger.warning("could not place the deletion marker %s: %s", marker, exc)
-
-
-def watch_after_close(state: SessionStateDir) -> None:
-    """The session closed (deleted, reaped or the host stopping: the same call): a detached
-    watcher removes its state if the host now removes the marker."""
-    if not (state.path / DELETION_MARKER_FILE).exists():
-        return  # no marker placed: nothing to watch
+        return
     try:
-        spawn_deletion_watch(state.path)
-    except OSError as exc:
+        arm_deletion_watch(state.path, marker)
+    except OSError as exc:  # the sweep of a later harness process still finds the deletion
         _logger.warning("could not watch for the deletion of %s: %s", state.key, exc)

@@ -8,7 +8,6 @@ cascade (docs/decisions.md §4). This module only translates: configuration in, 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
@@ -58,7 +57,7 @@ from omnigent_agy.session.history import answered, carry_history, mark_delivered
 from omnigent_agy.session.messages import MessageError, newest_user_message, user_message
 from omnigent_agy.session.turns import AgyRestarted, Turn, TurnResult
 
-from .deletion import mark_for_deletion, watch_after_close
+from .deletion import mark_for_deletion
 from .failures import executor_error_for, to_executor_error
 from .prompts import OmnigentPrompts
 from .spawn_env import CWD_ENV_KEY as CWD_ENV
@@ -357,12 +356,10 @@ class AgyExecutor(Executor):
         return await session.steer(message.as_prompt())
 
     async def close_session(self, session_key: str) -> None:
+        # Deleted, reaped or the host stopping: omnigent says which no other way, and the watch
+        # armed at the first turn (deletion.py) decides once this process has ended.
         del session_key
-        opened = self._session is not None
         await self.close()
-        if opened:
-            # Deleted, reaped or the host stopping: omnigent says which no other way.
-            await asyncio.to_thread(watch_after_close, self._state())
 
     async def close(self) -> None:
         session, self._session = self._session, None

@@ -58,7 +58,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     }
     with LocalStack(root / "stack", agy, base_env=env, model_catalog=catalogs) as running:
         yield running
-    # A conversation's deletion watcher (omnigent_agy/agy/retention.py) ends once its host is
+    # A conversation's deletion watch (omnigent_agy/agy/deletion_watch.py) ends once its host is
     # gone, at its next look: a loaded machine gets some seconds for that, not its 120 s watch.
     left = wait_until(
         lambda: leftovers(running),

@@ -22,21 +22,15 @@ whole folder or none (and then starts a conversation afresh); what a crash leave
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
 import shutil
 import stat
-import subprocess
-import sys
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
-
-import psutil
 
 from omnigent_agy.agy.keep import KeepPolicy, format_duration, lifecycle_lock, read_activity
 from omnigent_agy.agy.running import now, owner_uid, recorded, stop_running
@@ -53,13 +47,12 @@ __all__ = [
     "Conversation",
     "Removal",
     "conversations",
+    "deleted_marker",
     "disk_usage",
     "forget",
     "forget_due",
     "record_deletion_marker",
     "size",
-    "spawn_deletion_watch",
-    "watch_for_deletion",
 ]
 
 logger = logging.getLogger(__name__)
@@ -67,10 +60,6 @@ logger = logging.getLogger(__name__)
 #: In a state directory: the path of the marker the host removes when it deletes the session.
 DELETION_MARKER_FILE: Final = "deletion-marker"
 _REMOVING: Final = ".removing-"
-#: How long after a harness process closes its session the marker is watched: the host
-#: removes it within seconds of ending that process when the session is deleted.
-WATCH_AFTER_CLOSE: Final = 120.0
-_WATCH_POLL: Final = 0.25
 
 
 def record_deletion_marker(state: SessionStateDir, marker: Path) -> None:
@@ -78,7 +67,7 @@ def record_deletion_marker(state: SessionStateDir, marker: Path) -> None:
     write_private_file(state.path / DELETION_MARKER_FILE, f"{marker}\n", durable=False)
 
 
-def _deleted(state_dir: Path) -> Path | None:
+def deleted_marker(state_dir: Path) -> Path | None:
     """The marker whose disappearance says omnigent deleted the conversation, if it did."""
     try:
         text = (state_dir / DELETION_MARKER_FILE).read_text(encoding="utf-8").strip()
@@ -194,7 +183,7 @@ def conversations(base: Path | None = None) -> list[Conversation]:
                 last_used=_last_used(directory),
                 agy_running=agy is not None and agy.alive,
                 held=activity.holder_alive,
-                deleted=_deleted(directory) is not None,
+                deleted=deleted_marker(directory) is not None,
             )
         )
     return found
@@ -257,81 +246,3 @@ def forget_due(policy: KeepPolicy, base: Path | None = None) -> list[Removal]:
         for leftover in root.glob(f".*{_REMOVING}*"):
             shutil.rmtree(leftover, ignore_errors=True)
     return removed
-
-
-def watch_for_deletion(
-    state_dir: Path, within: float = WATCH_AFTER_CLOSE, *, host_pid: int | None = None
-) -> Removal | None:
-    """Remove the conversation's state if its deletion marker goes within ``within`` seconds
-    (and, once it went, as soon as no live harness holds the conversation any more). With
-    ``host_pid`` (the process that ran the harness), the watch ends once that process is gone,
-    after one more look at the marker: a host that stopped deletes nothing more, but omnigent
-    runs a runner per session, which removes the marker and ends at once, often before this
-    watch has started."""
-    deadline = time.monotonic() + within
-    host = _process(host_pid)
-    host_gone = host_pid is not None and host is None
-    while True:
-        # The host's state is read before the marker is looked at, so a marker it removed
-        # before it went is seen in this round.
-        if not state_dir.is_dir():
-            return None  # removed by someone else meanwhile
-        if _deleted(state_dir) is not None:
-            done = forget(state_dir, "omnigent deleted the conversation")
-            if done.refused is None:
-                return done
-        if host_gone or time.monotonic() >= deadline:
-            return None
-        time.sleep(_WATCH_POLL)
-        host_gone = host is not None and not _running(host)
-
-
-def _process(pid: int | None) -> psutil.Process | None:
-    if pid is None:
-        return None
-    try:
-        return psutil.Process(pid)
-    except psutil.Error:
-        return None
-
-
-def _running(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def spawn_deletion_watch(state_dir: Path, within: float = WATCH_AFTER_CLOSE) -> None:
-    """Watch for the deletion marker from a process of its own that outlives this one: a
-    harness process learns nothing of a deletion before the host ends it (docs/host.md), and
-    the host removes the marker only after it ended. Detached (its own session, and a second
-    fork so it is nobody's child), so ending the harness's process tree does not end it."""
-    command = [sys.executable, "-m", __name__, str(state_dir), "--within", str(within)]
-    command += ["--host-pid", str(os.getppid())]  # the runner that ran this harness
-    process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-    )
-    process.wait()  # the first fork returns at once; the watcher goes on alone
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m omnigent_agy.agy.retention STATE_DIR [--within SECONDS]``."""
-    parser = argparse.ArgumentParser(prog="python -m omnigent_agy.agy.retention")
-    parser.add_argument("state_dir", type=Path)
-    parser.add_argument("--within", type=float, default=WATCH_AFTER_CLOSE)
-    parser.add_argument("--host-pid", type=int, default=None)
-    args = parser.parse_args(argv)
-    if os.fork():
-        return 0  # the parent returns to its spawner at once
-    watch_for_deletion(args.state_dir, args.within, host_pid=args.host_pid)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -6,10 +6,13 @@ launched as a harness launches them; nothing waits a fixed time."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,15 +23,16 @@ from kept import Agys
 from simproc import wait_exited
 from waiting import wait_until
 
+from omnigent_agy.agy import deletion_watch
+from omnigent_agy.agy.deletion_watch import watch_for_deletion
 from omnigent_agy.agy.keep import KeepPolicy, TurnLease
 from omnigent_agy.agy.retention import (
+    Removal,
     conversations,
     disk_usage,
     forget,
     forget_due,
     record_deletion_marker,
-    spawn_deletion_watch,
-    watch_for_deletion,
 )
 from omnigent_agy.agy.running import recorded, stop_running
 from omnigent_agy.agy.statedir import SessionStateDir
@@ -226,37 +230,165 @@ def test_retention_defaults_to_a_month_and_the_variable_wins(tmp_path: Path) -> 
         load_config(path, env={ENV_RETENTION: "a while"})
 
 
-def test_the_watch_after_close_removes_only_when_the_marker_goes(
+# A harness process as omnigent runs one: it arms the watch at its first turn (twice here: the
+# second does nothing), says so, and runs until it is killed.
+HARNESS = """
+import sys, time
+from pathlib import Path
+from omnigent_agy.agy.deletion_watch import arm_deletion_watch
+for _ in range(2):
+    arm_deletion_watch(Path(sys.argv[1]), Path(sys.argv[2]), within=float(sys.argv[3]))
+print("armed", flush=True)
+time.sleep(600)
+"""
+
+# The host (omnigent's runner or zygote): the harness's parent, which reaps it once it ends.
+HOST = """
+import subprocess, sys, time
+harness = subprocess.Popen([sys.executable, "-c", *sys.argv[1:]], stdout=subprocess.PIPE, text=True)
+print(harness.pid, harness.stdout.readline().strip(), flush=True)
+harness.wait()
+time.sleep(600)
+"""
+
+
+@contextlib.contextmanager
+def harness_on_host(
+    state: Path, marker: Path, within: float
+) -> Iterator[tuple[psutil.Process, psutil.Process]]:
+    """(host, harness), the harness having armed the watch of `state`; both killed after."""
+    argv = [sys.executable, "-c", HOST, HARNESS, str(state), str(marker), str(within)]
+    host = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        assert host.stdout is not None
+        pid, said = host.stdout.readline().split()
+        assert said == "armed"
+        yield psutil.Process(host.pid), psutil.Process(int(pid))
+    finally:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for child in psutil.Process(host.pid).children(recursive=True):
+                child.kill()
+        host.kill()
+        host.wait()
+        if host.stdout is not None:
+            host.stdout.close()
+
+
+WATCH_MODULE = deletion_watch.__name__
+
+
+def watches(state: Path) -> list[psutil.Process]:
+    """The waiters and watches of `state` running now (a shell, then Python)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if str(state) in cmdline and (cmdline[:1] == ["/bin/sh"] or WATCH_MODULE in cmdline):
+            found.append(process)
+    return found
+
+
+def test_a_harness_killed_before_its_close_still_has_its_deleted_state_removed(
     agys: Agys, tmp_path: Path
 ) -> None:
-    """A harness closing its session cannot tell a deletion from the host stopping: the
-    detached watch decides by the marker, for a while, then ends either way."""
-    agy = agys.launch("closed")
-    marker = marker_for(tmp_path, "closed")
+    """omnigent ends a harness process with SIGTERM, and SIGKILL to its whole tree 5 s later:
+    a busy one dies before its close_session runs, and so did the watch started there (a CI
+    run's deletion test found the state left). The watch armed at the first turn starts when
+    the process ends, however it ends: a shell blocked on a pipe only that process holds,
+    nobody's child, with no interpreter until the marker goes."""
+    agy = agys.launch("killed")
+    state = agy.state_dir.path.resolve()
+    marker = marker_for(tmp_path, "killed")
     record_deletion_marker(agy.state_dir, marker)
-    assert watch_for_deletion(agy.state_dir.path, within=0.5) is None, "the marker stays"
-    assert (agys.base / "closed" / TOKEN).is_file()
+    with harness_on_host(state, marker, within=60) as (host, harness):
+        waiters = watches(state)
+        assert len(waiters) == 1, "armed once per process and conversation"
+        (waiter,) = waiters
+        assert waiter.cmdline()[0] == "/bin/sh", "no interpreter waits"
+        assert waiter.ppid() not in (harness.pid, host.pid), "ending the harness's tree spares it"
+        assert waiter.pid not in {c.pid for c in harness.children(recursive=True)}
+        harness.kill()
+        wait_exited(harness)
+        assert (state / TOKEN).is_file(), "nothing goes while the marker stays"
+        shutil.rmtree(marker.parent)  # the host, having ended the harness, deletes
+        wait_until(lambda: not state.exists(), timeout=30, what="the removal")
+        assert_gone(agys, "killed", agy.pid)
+        wait_until(lambda: not watches(state), timeout=30, what="the watch to end")
 
-    spawn_deletion_watch(agy.state_dir.path, within=60)  # returns at once: it runs detached
-    watcher = wait_until(
-        lambda: next(
-            (
-                p
-                for p in psutil.process_iter(["cmdline"])
-                if "omnigent_agy.agy.retention" in (p.info["cmdline"] or [])
-                and str(agy.state_dir.path) in (p.info["cmdline"] or [])
-            ),
-            None,
-        ),
-        timeout=30,
-        what="the watcher",
+
+@pytest.mark.parametrize("ends", ["the host goes", "its time runs out"])
+def test_a_watch_ends_without_removing_when_no_deletion_can_come(
+    agys: Agys, tmp_path: Path, ends: str
+) -> None:
+    """A host stopping ends its harnesses: no deletion comes any more, and the watch ends at
+    once instead of outliving the host for its whole window; a host that stays and deletes
+    nothing (an idle harness reaped) has the watch end after its window."""
+    agy = agys.launch("kept")
+    state = agy.state_dir.path.resolve()
+    marker = marker_for(tmp_path, "kept")
+    record_deletion_marker(agy.state_dir, marker)
+    within = 60 if ends == "the host goes" else 1
+    with harness_on_host(state, marker, within=within) as (host, harness):
+        assert watches(state)
+        harness.kill()
+        wait_exited(harness)
+        if ends == "the host goes":
+            host.kill()
+            host.wait()  # reaped, as omnigent's zygote is by the host process
+        wait_until(lambda: not watches(state), timeout=30, what="the watch to end")
+    assert (state / TOKEN).is_file()
+    assert psutil.pid_exists(agy.pid)
+    assert marker.exists()
+
+
+def test_a_deletion_seen_while_a_harness_still_holds_it_waits_for_that_harness(
+    agys: Agys, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The marker gone is a deletion whatever else has gone since: a harness process still
+    ending (it holds the lease) is waited for, even once the host is gone; the watch used to
+    end on seeing the host gone and leave the state."""
+    agy = agys.launch("ending")
+    marker = marker_for(tmp_path, "ending")
+    record_deletion_marker(agy.state_dir, marker)
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from omnigent_agy.agy.keep import TurnLease\n"
+        "from omnigent_agy.agy.statedir import SessionStateDir\n"
+        "TurnLease(SessionStateDir.open('ending', base=Path(sys.argv[1]))).begin_turn()\n"
+        "print('held', flush=True)\n"
+        "sys.stdin.read()\n"
     )
-    assert watcher.ppid() != os.getpid(), "nobody's child: ending the harness's tree spares it"
-    marker.unlink()
-    marker.parent.rmdir()
-    wait_until(lambda: not (agys.base / "closed").exists(), timeout=30, what="the removal")
-    assert_gone(agys, "closed", agy.pid)
-    wait_exited(watcher)
+    argv = [sys.executable, "-c", script, str(agys.base)]
+    holder = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    assert holder.stdin is not None
+    assert holder.stdout.readline().strip() == "held"
+    host = subprocess.Popen([sys.executable, "-c", "pass"])
+    host.wait()
+    shutil.rmtree(marker.parent)
+    caplog.set_level(logging.INFO, logger="omnigent_agy.agy.deletion_watch")
+    done: list[Removal | None] = []
+    watch = threading.Thread(
+        target=lambda: done.append(
+            watch_for_deletion(agy.state_dir.path, within=60, host_pid=host.pid)
+        )
+    )
+    watch.start()
+    try:
+        wait_until(
+            lambda: any("not removing" in r.getMessage() for r in caplog.records),
+            timeout=30,
+            what="the watch to see the deletion while the harness holds it",
+        )
+        assert (agys.base / "ending" / TOKEN).is_file()
+    finally:
+        holder.stdin.close()
+        holder.wait()
+        holder.stdout.close()
+        watch.join(60)
+    assert done
+    assert done[0] is not None, "the watch ended without removing"
+    assert_gone(agys, "ending", agy.pid)
 
 
 def test_ps_shows_disk_per_conversation_and_prune_shows_before_it_removes(
@@ -317,10 +449,9 @@ def test_the_watch_ends_when_the_host_that_ran_the_harness_is_gone(
 
 
 def test_a_deletion_the_host_made_just_before_it_went_is_seen(agys: Agys, tmp_path: Path) -> None:
-    """omnigent runs one runner per session: on a deletion it removes the marker's folder and
-    ends, often before the detached watch has even started (a Python start, slower under
-    load). The marker gone still means deleted; the watch used to see only the runner gone
-    and end, leaving the agy and the copy of the sign-in (one CI failure)."""
+    """A host that removed the marker's folder and then went, before the watch looked even
+    once: the marker gone still means deleted (the watch used to see only the host gone and
+    end, leaving the agy and the copy of the sign-in)."""
     agy = agys.launch("deletedgone")
     marker = marker_for(tmp_path, "deletedgone")
     record_deletion_marker(agy.state_dir, marker)

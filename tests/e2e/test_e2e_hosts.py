@@ -22,6 +22,8 @@ from waiting import wait_until
 from agy_sim.stack.homes import HARNESS_ID, HostHome
 from agy_sim.stack.local_stack import LocalStack, agent_name
 from agy_sim.stack.rest import OmnigentClient, RestError
+from omnigent_agy.agy import deletion_watch
+from omnigent_agy.agy.retention import DELETION_MARKER_FILE
 from omnigent_agy.agy.statedir import state_key
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.onboarding.config import ENV_ENABLED, ENV_PATH
@@ -128,15 +130,39 @@ def test_deleting_a_session_stops_its_agy_and_removes_its_private_state(stack: L
         state = host.state_dir / state_key(conversation.id)
         assert (state / SIGN_IN_COPY).is_file()
         assert psutil.pid_exists(record.pid)
+        marker = Path((state / DELETION_MARKER_FILE).read_text(encoding="utf-8").strip())
+        assert marker.is_file()
     stack.client.request("DELETE", f"/v1/sessions/{conversation.id}")
 
-    def gone() -> bool:
+    def left() -> list[str]:
+        """What is still there (nothing, once all went): what a failure is read by."""
         removing = list(state.parent.glob(f".{state.name}*"))  # renamed, then removed
-        return not state.exists() and not removing and not psutil.pid_exists(record.pid)
+        return [
+            *(["the marker"] if marker.exists() else []),
+            *(["the state folder"] if state.exists() else []),
+            *(f"{path.name} half removed" for path in removing),
+            *([f"agy pid {record.pid}"] if psutil.pid_exists(record.pid) else []),
+            *watchers(state),
+        ]
 
-    wait_until(gone, timeout=60, what="the deleted session's agy and state folder to go")
+    wait_until(
+        left,
+        timeout=60,
+        what="the deleted session's agy and state folder to go",
+        until=lambda found: not found,
+    )
     session = TerminalHost(socket_name=record.tmux_socket).find(record.tmux_session)
     assert session is None, "its tmux session went with it"
+
+
+def watchers(state: Path) -> list[str]:
+    """The deletion watches of `state` still running (omnigent_agy/agy/deletion_watch.py)."""
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if deletion_watch.__name__ in cmdline and str(state) in cmdline:
+            found.append(f"deletion watch pid {process.info['pid']}")
+    return found
 
 
 @pytest.mark.timeout(600)  # the stack's start, a second host's, two agys'
