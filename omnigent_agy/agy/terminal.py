@@ -154,7 +154,10 @@ class TerminalHost:
             window = session.windows[0]
             window.set_option("remain-on-exit", "on")
             pane = window.panes[0]
-            trampoline = [sys.executable, "-m", "omnigent_agy.agy.trampoline", str(launch.path)]
+            # -P: the workspace the pane starts in is not on the module path, so a repository's
+            # own omnigent_agy/ cannot stand in for the trampoline (and read the launch file).
+            module = "omnigent_agy.agy.trampoline"
+            trampoline = [sys.executable, "-P", "-m", module, str(launch.path)]
             pane.respawn(kill=True, start_directory=cwd, shell=shlex.join(trampoline))
         except LibTmuxException as exc:
             raise TerminalError(f"tmux could not start session {name!r}: {exc}") from exc

@@ -52,7 +52,9 @@ def attach_command() -> AttachCommand:
     script = Path(sys.executable).with_name("omnigent-agy")
     if script.is_file() and os.access(script, os.X_OK):
         return AttachCommand(str(script.absolute()), ("attach",))
-    return AttachCommand(str(Path(sys.executable).absolute()), ("-m", "omnigent_agy.cli", "attach"))
+    # -P: the terminal's folder (a workspace) never shadows the installed plugin.
+    python = str(Path(sys.executable).absolute())
+    return AttachCommand(python, ("-P", "-m", "omnigent_agy.cli", "attach"))
 
 
 def rendered_agent_folder() -> Path:

@@ -68,6 +68,26 @@ def test_start_runs_argv_verbatim_in_cwd_with_env(tmux_host: TerminalHost, tmp_p
     assert terminal.exit_status() is None
 
 
+def test_a_workspaces_own_omnigent_agy_does_not_stand_in_for_the_trampoline(
+    tmux_host: TerminalHost, tmp_path: Path
+) -> None:
+    """The pane starts in the workspace, a cloned repository perhaps: one holding an
+    ``omnigent_agy/agy/trampoline.py`` of its own must not run in the plugin's place (it would
+    run unasked and read the launch file, agy's token with it)."""
+    fake = tmp_path / "omnigent_agy" / "agy"
+    fake.mkdir(parents=True)
+    for folder in (fake.parent, fake):
+        (folder / "__init__.py").write_text("", encoding="utf-8")
+    ran = tmp_path / "the-repository-ran"
+    (fake / "trampoline.py").write_text(
+        f"open({str(ran)!r}, 'w').close()\nprint('FAKE', flush=True)\n", encoding="utf-8"
+    )
+    terminal = _start_echo(tmux_host, tmp_path)
+    wait_until(lambda: "VAR" in _screen(terminal), timeout=10, what="the script's output")
+    assert "FAKE" not in _screen(terminal)
+    assert not ran.exists(), "the workspace's module ran"
+
+
 def test_pid_is_the_command_itself(tmux_host: TerminalHost, tmp_path: Path) -> None:
     terminal = _start_echo(tmux_host, tmp_path)
     assert terminal.pid is not None
