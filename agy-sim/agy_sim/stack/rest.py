@@ -248,21 +248,36 @@ class EventStream:
             drained.append(event)
 
     def until(self, predicate: Callable[[Json], bool], what: str, timeout: float = 60.0) -> Json:
-        """Read events until one matches `predicate`; that event."""
+        """Read events until one matches `predicate`; that event. A TimeoutError names the
+        last events read (what a failure said among them)."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
-            if left <= 0:
-                kinds = [e.get("type") for e in self.seen[-15:]]
+            event = self._queue_next(left) if left > 0 else None
+            if event is None:
+                kinds = [_brief(e) for e in self.seen[-15:]]
                 raise TimeoutError(f"no {what} within {timeout:.0f} s; last events: {kinds}")
-            event = self.next(left)
             if event is STREAM_END:
                 raise TimeoutError(f"the stream ended before {what}")
             if predicate(event):
                 return event
 
+    def _queue_next(self, timeout: float) -> Json | None:
+        try:
+            return self.next(timeout)
+        except TimeoutError:
+            return None
+
     def of_type(self, *kinds: str, timeout: float = 60.0) -> Json:
         return self.until(lambda e: e.get("type") in kinds, " or ".join(kinds), timeout)
+
+
+def _brief(event: Json) -> str:
+    """An event's type, with what a failure said (clipped): enough to read a timeout by."""
+    kind = str(event.get("type"))
+    if kind.endswith(("failed", "error")):
+        return f"{kind} {json.dumps(event)[:300]}"
+    return kind
 
 
 def _parse_sse(lines: Iterator[str]) -> Iterator[Json]:
