@@ -8,9 +8,11 @@ import asyncio
 import uuid
 from pathlib import Path
 
+import psutil
 from gemini_home import seeded_sim_gemini
 from simproc import AGY_SIM, FAST
 
+from omnigent_agy.agy import deletion_watch
 from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.agy.launcher import AgyLaunchSpec, ensure_agy
 from omnigent_agy.agy.process import AgyProcess
@@ -53,3 +55,15 @@ class Agys:
 
     def status(self, policy: KeepPolicy, key: str) -> AgyStatus | None:
         return next((s for s in survey(policy, self.base) if s.running.key == key), None)
+
+
+def deletion_watches(state: Path) -> list[psutil.Process]:
+    """The deletion watches of the conversation `state` running now: the shell waiting for its
+    harness process to end, then the Python it starts (omnigent_agy/agy/deletion_watch.py);
+    both name the module and the folder."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if deletion_watch.__name__ in cmdline and str(state) in cmdline:
+            found.append(process)
+    return found

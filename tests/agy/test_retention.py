@@ -19,7 +19,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from kept import Agys
+from kept import Agys, deletion_watches
+from pytest_mock import MockerFixture
 from simproc import wait_exited
 from waiting import wait_until
 
@@ -274,19 +275,6 @@ def harness_on_host(
             host.stdout.close()
 
 
-WATCH_MODULE = deletion_watch.__name__
-
-
-def watches(state: Path) -> list[psutil.Process]:
-    """The waiters and watches of `state` running now (a shell, then Python)."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        cmdline = process.info["cmdline"] or []
-        if str(state) in cmdline and (cmdline[:1] == ["/bin/sh"] or WATCH_MODULE in cmdline):
-            found.append(process)
-    return found
-
-
 def test_a_harness_killed_before_its_close_still_has_its_deleted_state_removed(
     agys: Agys, tmp_path: Path
 ) -> None:
@@ -300,7 +288,7 @@ def test_a_harness_killed_before_its_close_still_has_its_deleted_state_removed(
     marker = marker_for(tmp_path, "killed")
     record_deletion_marker(agy.state_dir, marker)
     with harness_on_host(state, marker, within=60) as (host, harness):
-        waiters = watches(state)
+        waiters = deletion_watches(state)
         assert len(waiters) == 1, "armed once per process and conversation"
         (waiter,) = waiters
         assert waiter.cmdline()[0] == "/bin/sh", "no interpreter waits"
@@ -312,7 +300,7 @@ def test_a_harness_killed_before_its_close_still_has_its_deleted_state_removed(
         shutil.rmtree(marker.parent)  # the host, having ended the harness, deletes
         wait_until(lambda: not state.exists(), timeout=30, what="the removal")
         assert_gone(agys, "killed", agy.pid)
-        wait_until(lambda: not watches(state), timeout=30, what="the watch to end")
+        wait_until(lambda: not deletion_watches(state), timeout=30, what="the watch to end")
 
 
 @pytest.mark.parametrize("ends", ["the host goes", "its time runs out"])
@@ -328,24 +316,25 @@ def test_a_watch_ends_without_removing_when_no_deletion_can_come(
     record_deletion_marker(agy.state_dir, marker)
     within = 60 if ends == "the host goes" else 1
     with harness_on_host(state, marker, within=within) as (host, harness):
-        assert watches(state)
+        assert deletion_watches(state)
         harness.kill()
         wait_exited(harness)
         if ends == "the host goes":
             host.kill()
             host.wait()  # reaped, as omnigent's zygote is by the host process
-        wait_until(lambda: not watches(state), timeout=30, what="the watch to end")
+        wait_until(lambda: not deletion_watches(state), timeout=30, what="the watch to end")
     assert (state / TOKEN).is_file()
     assert psutil.pid_exists(agy.pid)
     assert marker.exists()
 
 
 def test_a_deletion_seen_while_a_harness_still_holds_it_waits_for_that_harness(
-    agys: Agys, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    agys: Agys, tmp_path: Path, caplog: pytest.LogCaptureFixture, mocker: MockerFixture
 ) -> None:
     """The marker gone is a deletion whatever else has gone since: a harness process still
     ending (it holds the lease) is waited for, even once the host is gone; the watch used to
-    end on seeing the host gone and leave the state."""
+    end on seeing the host gone and leave the state. The wait is logged once, not at each of
+    its looks (four a second)."""
     agy = agys.launch("ending")
     marker = marker_for(tmp_path, "ending")
     record_deletion_marker(agy.state_dir, marker)
@@ -367,6 +356,7 @@ def test_a_deletion_seen_while_a_harness_still_holds_it_waits_for_that_harness(
     host.wait()
     shutil.rmtree(marker.parent)
     caplog.set_level(logging.INFO, logger="omnigent_agy.agy.deletion_watch")
+    looks = mocker.spy(deletion_watch, "forget")  # the real one, counted
     done: list[Removal | None] = []
     watch = threading.Thread(
         target=lambda: done.append(
@@ -376,9 +366,9 @@ def test_a_deletion_seen_while_a_harness_still_holds_it_waits_for_that_harness(
     watch.start()
     try:
         wait_until(
-            lambda: any("not removing" in r.getMessage() for r in caplog.records),
+            lambda: looks.call_count >= 3,
             timeout=30,
-            what="the watch to see the deletion while the harness holds it",
+            what="the watch to look three times while the harness holds it",
         )
         assert (agys.base / "ending" / TOKEN).is_file()
     finally:
@@ -388,6 +378,8 @@ def test_a_deletion_seen_while_a_harness_still_holds_it_waits_for_that_harness(
         watch.join(60)
     assert done
     assert done[0] is not None, "the watch ended without removing"
+    waits = [r for r in caplog.records if "not removing" in r.getMessage()]
+    assert len(waits) == 1, "a wait is logged once, not at every look"
     assert_gone(agys, "ending", agy.pid)
 
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import psutil
 import pytest
+from kept import deletion_watches
 from stack import TURN_ENDS, Conversation, a_turn_works, agy_call, agy_record, extra_host
 from waiting import wait_until
 
 from agy_sim.stack.homes import HARNESS_ID, HostHome
 from agy_sim.stack.local_stack import LocalStack, agent_name
 from agy_sim.stack.rest import OmnigentClient, RestError
-from omnigent_agy.agy import deletion_watch
 from omnigent_agy.agy.retention import DELETION_MARKER_FILE
 from omnigent_agy.agy.statedir import state_key
 from omnigent_agy.agy.terminal import TerminalHost
@@ -142,7 +142,7 @@ def test_deleting_a_session_stops_its_agy_and_removes_its_private_state(stack: L
             *(["the state folder"] if state.exists() else []),
             *(f"{path.name} half removed" for path in removing),
             *([f"agy pid {record.pid}"] if psutil.pid_exists(record.pid) else []),
-            *watchers(state),
+            *(f"deletion watch pid {process.pid}" for process in deletion_watches(state)),
         ]
 
     wait_until(
@@ -153,16 +153,6 @@ def test_deleting_a_session_stops_its_agy_and_removes_its_private_state(stack: L
     )
     session = TerminalHost(socket_name=record.tmux_socket).find(record.tmux_session)
     assert session is None, "its tmux session went with it"
-
-
-def watchers(state: Path) -> list[str]:
-    """The deletion watches of `state` still running (omnigent_agy/agy/deletion_watch.py)."""
-    found = []
-    for process in psutil.process_iter(["pid", "cmdline"]):
-        cmdline = process.info["cmdline"] or []
-        if deletion_watch.__name__ in cmdline and str(state) in cmdline:
-            found.append(f"deletion watch pid {process.info['pid']}")
-    return found
 
 
 @pytest.mark.timeout(600)  # the stack's start, a second host's, two agys'
