@@ -45,19 +45,20 @@ def watch_for_deletion(
     deadline = time.monotonic() + within
     host = _process(host_pid)
     host_gone = host_pid is not None and host is None
-    deleted = False
+    refused: str | None = None  # the last reason logged, so a wait logs once, not per look
     while True:
         # The host's state is read before the marker is looked at, so a marker it removed
         # before it went is seen in this round.
         if not state_dir.is_dir():
             return None  # removed by someone else meanwhile
         if deleted_marker(state_dir) is not None:
-            deleted = True
             done = forget(state_dir, "omnigent deleted the conversation")
             if done.refused is None:
                 return done
-            logger.info("not removing %s yet: %s", done.key, done.refused)
-        if (host_gone and not deleted) or time.monotonic() >= deadline:
+            if done.refused != refused:
+                logger.info("not removing %s yet: %s", done.key, done.refused)
+            refused = done.refused
+        if (host_gone and refused is None) or time.monotonic() >= deadline:
             return None
         time.sleep(_WATCH_POLL)
         host_gone = host is not None and not _running(host)
@@ -188,8 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if done is None and args.state_dir.is_dir() and deleted_marker(args.state_dir) is not None:
         logger.warning(
-            "%s: omnigent deleted the conversation, but its state stays (a harness still "
-            "holds it); the next sweep removes it",
+            "%s: omnigent deleted the conversation, but its state stays (why: the line "
+            "above); the next sweep tries again",
             args.state_dir.name,
         )
     return 0
