@@ -44,6 +44,7 @@ from omnigent_agy.rpc.heap import LARGE_FRAME_BYTES, return_freed_memory
 from omnigent_agy.rpc.loopback import ensure_loopback
 from omnigent_agy.rpc.pinning import client_context
 from omnigent_agy.rpc.retry import DEFAULT_RETRY, RetryPolicy
+from omnigent_agy.rpc.stream_transport import stream_transport
 from omnigent_agy.rpc.translate import (
     CONNECT_JSON,
     JSON,
@@ -149,13 +150,10 @@ class RpcConnection:
         self, transport: httpx.AsyncBaseTransport | None, *, http2: bool = True
     ) -> httpx.AsyncClient:
         return httpx.AsyncClient(
-            http1=not http2,
-            http2=http2,
-            verify=self._ssl,
             base_url=self.base_url,
             headers=self._headers,
             timeout=self._timeout,
-            transport=transport,
+            transport=transport or stream_transport(verify=self._ssl, http1=not http2, http2=http2),
         )
 
     async def __aenter__(self) -> Self:
