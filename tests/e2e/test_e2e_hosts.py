@@ -141,7 +141,7 @@ def test_deleting_a_session_stops_its_agy_and_removes_its_private_state(stack: L
             *(["the marker"] if marker.exists() else []),
             *(["the state folder"] if state.exists() else []),
             *(f"{path.name} half removed" for path in removing),
-            *([f"agy pid {record.pid}"] if psutil.pid_exists(record.pid) else []),
+            *([describe_process(record.pid)] if psutil.pid_exists(record.pid) else []),
             *(f"deletion watch pid {process.pid}" for process in deletion_watches(state)),
         ]
 
@@ -153,6 +153,18 @@ def test_deleting_a_session_stops_its_agy_and_removes_its_private_state(stack: L
     )
     session = TerminalHost(socket_name=record.tmux_socket).find(record.tmux_session)
     assert session is None, "its tmux session went with it"
+
+
+def describe_process(pid: int) -> str:
+    """`pid` as a failure names it: its state (a zombie has ended, not yet reaped) and its
+    parent, which tell an agy never stopped from one its tmux server has not reaped."""
+    try:
+        process = psutil.Process(pid)
+        parent = process.parent()
+        owner = f"{parent.pid} {parent.name()}" if parent is not None else "none"
+        return f"agy pid {pid} ({process.status()}, parent {owner}: {process.cmdline()[:3]})"
+    except psutil.Error as exc:
+        return f"agy pid {pid} ({type(exc).__name__})"
 
 
 @pytest.mark.timeout(600)  # the stack's start, a second host's, two agys'
