@@ -68,16 +68,18 @@ def end_process(process: subprocess.Popen[Any], grace: float = 10.0) -> None:
         process.wait()
 
 
+def exited(process: psutil.Process) -> bool:
+    """Whether ``process`` has exited. A zombie its parent (agy's: its tmux server) has not
+    reaped yet counts: it holds no memory, port or file, only its exit status."""
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def wait_exited(process: psutil.Process, timeout: float = 15.0) -> None:
-    """Until ``process`` has exited (a zombie its tmux parent has not reaped yet counts)."""
-
-    def gone() -> bool:
-        try:
-            return process.status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return True
-
-    wait_until(gone, timeout=timeout, what=f"process {process.pid} to exit")
+    """Until ``process`` has exited (:func:`exited`)."""
+    wait_until(lambda: exited(process), timeout=timeout, what=f"process {process.pid} to exit")
 
 
 @dataclass
