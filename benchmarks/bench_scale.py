@@ -22,6 +22,12 @@ Printed per N:
   Checked for every conversation (a failure stops the run): the deltas add up to exactly
   that conversation's answer, every event and item names only its own conversation, the
   conversation has one answer item equal to it and one call of its own command.
+- **where a delta's time goes**: each harness notes when it hands omnigent each answer chunk
+  (`OMNIGENT_AGY_TIMING_LOG`, omnigent_harness_agy/timing.py, the same clock), which splits
+  the latency into the plugin's part (agy's frame → handed: agy's TLS stream, decode, map,
+  publish, translate) and omnigent's (handed → the client: its adapter, the harness's stream
+  to the runner, the server, SSE, and this benchmark's one client process reading every
+  stream).
 - **memory and CPU per conversation**: RSS and USS (what a process alone holds) of the
   plugin's own processes — the conversation's harness process, the relay MCP server its agy
   started, its share of the tmux server — and of agy (agy-sim) apart; CPU seconds each used
@@ -46,7 +52,8 @@ from pathlib import Path
 import httpx
 import yaml
 from common import load_average, options, table
-from scale_check import check_conversation, frame_lines, latencies
+from omnigent.community.harness.agy.timing import TIMING_LOG_ENV
+from scale_check import Delta, check_conversation, frame_lines, handed_lines, latencies
 from scale_processes import KINDS, Sample, find, sample
 
 from agy_sim.scenarios import long_answer_parts
@@ -132,13 +139,14 @@ def stop_agys(stack: LocalStack) -> None:
 class Round:
     count: int
     turn_s: list[float]
-    latencies_ms: list[float]
+    deltas: list[Delta]
     before: Sample
     after: Sample
-    deltas: int
 
 
-def one_round(stack: LocalStack, count: int, first_tag: int, frame_log: Path) -> Round:
+def one_round(
+    stack: LocalStack, count: int, first_tag: int, frame_log: Path, handed_log: Path
+) -> Round:
     host = stack.main
     assert host.host_id is not None
     assert host.process is not None
@@ -155,23 +163,23 @@ def one_round(stack: LocalStack, count: int, first_tag: int, frame_log: Path) ->
         before = sample(conversations)
         all_at_once(stack, turns, [prompt(tag) for tag in tags])
         after = sample(conversations)
-        frames = frame_lines(frame_log)
-        measured: list[float] = []
-        deltas = 0
+        frames, handed = frame_lines(frame_log), handed_lines(handed_log)
+        measured: list[Delta] = []
         for turn, conversation in zip(turns, conversations, strict=True):
             events = turn.events.seen[turn.first :]
             arrivals = turn.events.seen_ns[turn.first :]
             answer = expected_answer(turn.tag)
             check_conversation(turn.tag, events, stack.client.items(turn.session), answer)
-            found = latencies(events, arrivals, frames.get(conversation.agy.pid, []), answer)
-            measured.extend(found)
-            deltas += len(found)
+            # This turn's frames and chunks only (the hello before it had its own).
+            turn_frames = [f for f in frames.get(conversation.agy.pid, []) if f[0] >= turn.sent_ns]
+            turn_handed = [h for h in handed.get(turn.session, []) if h[0] >= turn.sent_ns]
+            measured.extend(latencies(events, arrivals, turn_frames, turn_handed, answer))
     finally:
         for stream in streams:
             stream.close()
     stop_agys(stack)
     turn_s = [(t.ended_ns - t.sent_ns) / 1e9 for t in turns]
-    return Round(count, turn_s, measured, before, after, deltas)
+    return Round(count, turn_s, measured, before, after)
 
 
 def _p(values: Sequence[float], q: float) -> float:
@@ -190,9 +198,26 @@ def report(rounds: Sequence[Round], delay: str) -> None:
                 r.count,
                 statistics.median(r.turn_s),
                 max(r.turn_s),
-                r.deltas,
-                statistics.median(r.latencies_ms),
-                _p(r.latencies_ms, 0.99),
+                len(r.deltas),
+                statistics.median(d.total_ms for d in r.deltas),
+                _p([d.total_ms for d in r.deltas], 0.99),
+            ]
+            for r in rounds
+        ],
+    )
+    table(
+        "Where a delta's time goes: agy's frame → the plugin hands omnigent the text (the"
+        " plugin's part: agy's TLS stream, decode, map, publish, translate) → the event at the"
+        " client (omnigent's part: its adapter, the harness's stream to the runner, the"
+        " server, SSE, and the benchmark's one client process reading every stream)",
+        ["N", "plugin p50 ms", "plugin p99 ms", "omnigent p50 ms", "omnigent p99 ms"],
+        [
+            [
+                r.count,
+                statistics.median(d.plugin_ms for d in r.deltas),
+                _p([d.plugin_ms for d in r.deltas], 0.99),
+                statistics.median(d.omnigent_ms for d in r.deltas),
+                _p([d.omnigent_ms for d in r.deltas], 0.99),
             ]
             for r in rounds
         ],
@@ -241,7 +266,13 @@ def main() -> None:
         }
         flags.pop("AGY_SIM_DEBUG_RPC", None)
         agy = write_simulator(root / "bin", flags)
-        with LocalStack(root / "stack", agy, progress=lambda m: print(m, file=sys.stderr)) as stack:
+        handed_log = root / "handed.jsonl"  # the plugin's timing log (the module doc)
+        with LocalStack(
+            root / "stack",
+            agy,
+            progress=lambda m: print(m, file=sys.stderr),
+            host_env={TIMING_LOG_ENV: str(handed_log)},
+        ) as stack:
             # Keep every agy: by default a host keeps the 5 most recently used (max_kept).
             config = yaml.safe_load(stack.main.config_file.read_text(encoding="utf-8"))
             config["harness"]["agy-cli"]["max_kept"] = 0
@@ -250,7 +281,7 @@ def main() -> None:
             first = 1
             for count in counts:
                 print(f"{count} conversations at once…", file=sys.stderr, flush=True)
-                rounds.append(one_round(stack, count, first, frame_log))
+                rounds.append(one_round(stack, count, first, frame_log, handed_log))
                 first += count
                 if count != counts[-1]:  # so far (a long run on a loaded machine)
                     report(rounds, delay)

@@ -14,10 +14,11 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_conversation", "frame_lines", "latencies"]
+__all__ = ["Delta", "check_conversation", "frame_lines", "handed_lines", "latencies"]
 
 Json = dict[str, Any]
 _TAG = re.compile(r"answer for (c\d+)\.|done-(c\d+)")
@@ -49,20 +50,67 @@ def _answer_deltas(events: Sequence[Json], answer: str) -> list[tuple[int, int]]
     return found
 
 
+def handed_lines(path: Path) -> dict[str, list[tuple[int, int]]]:
+    """The plugin's timing log (omnigent_harness_agy/timing.py) by session: (ns, chars)."""
+    handed: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    if path.exists():  # none before the first answer chunk
+        for line in path.read_text(encoding="utf-8").splitlines():
+            chunk = json.loads(line)
+            handed[str(chunk["session"])].append((int(chunk["ns"]), int(chunk["chars"])))
+    return handed
+
+
+def _first_reaching(marks: Sequence[tuple[int, int]], length: int, what: str) -> int:
+    """The time of the first (ns, length so far) mark whose length reached `length`."""
+    for ns, reached in marks:
+        if reached >= length:
+            return ns
+    raise MismatchError(f"no {what} had {length} characters of the answer")
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One delta of the answer: agy's frame, the plugin's hand to omnigent, the client (ns)."""
+
+    frame: int
+    handed: int
+    arrived: int
+
+    @property
+    def total_ms(self) -> float:
+        return (self.arrived - self.frame) / 1e6
+
+    @property
+    def plugin_ms(self) -> float:
+        return (self.handed - self.frame) / 1e6
+
+    @property
+    def omnigent_ms(self) -> float:
+        return (self.arrived - self.handed) / 1e6
+
+
 def latencies(
-    events: Sequence[Json], arrivals: Sequence[int], frames: Sequence[tuple[int, int]], answer: str
-) -> list[float]:
-    """Per delta of the answer, ms from the first frame of agy whose answer was as long to
-    the delta's arrival at the client."""
-    result = []
-    position = 0
-    for index, length in _answer_deltas(events, answer):
-        while position < len(frames) and frames[position][1] < length:
-            position += 1
-        if position == len(frames):
-            raise MismatchError(f"no frame of agy had {length} characters of the answer")
-        result.append((arrivals[index] - frames[position][0]) / 1e6)
-    return result
+    events: Sequence[Json],
+    arrivals: Sequence[int],
+    frames: Sequence[tuple[int, int]],
+    handed: Sequence[tuple[int, int]],
+    answer: str,
+) -> list[Delta]:
+    """Per delta of the answer: the first frame of agy whose answer was as long, the first
+    moment the plugin had handed omnigent as much of it (`handed`: that turn's chunks, in
+    order), and the delta's arrival at the client."""
+    so_far, total = [], 0
+    for ns, chars in handed:
+        total += chars
+        so_far.append((ns, total))
+    return [
+        Delta(
+            _first_reaching(frames, length, "frame of agy"),
+            _first_reaching(so_far, length, "chunk the plugin handed omnigent"),
+            arrivals[index],
+        )
+        for index, length in _answer_deltas(events, answer)
+    ]
 
 
 def _tags(value: object) -> set[str]:

@@ -65,6 +65,7 @@ from .spawn_env import EFFORT_ENV_KEY as EFFORT_ENV
 from .spawn_env import MCP_SERVERS_ENV_KEY as MCP_SERVERS_ENV
 from .spawn_env import MODEL_ENV_KEY as MODEL_ENV
 from .subagents import is_wake_for, subagent_event
+from .timing import TimingLog
 from .titles import SessionTitle
 from .tool_rows import row
 from .translate import TOOL_STATUS, Stream, tool_result
@@ -103,6 +104,7 @@ class AgyExecutor(Executor):
         self._policy_evaluator: Any = None
         self._form_elicitor: Any = None  # installed by AgyExecutorAdapter
         self._subagent_titles: set[str] = set()  # agy's sub-agents this harness reported
+        self._timing = TimingLog.from_env(self._env)  # opt-in, for benchmarks (timing.py)
 
     # --- capabilities ---------------------------------------------------------------------
 
@@ -171,6 +173,7 @@ class AgyExecutor(Executor):
         async for event in events:
             if not isinstance(event, ExecutorEvent):
                 raise TypeError(f"an agy_run_turn plugin yielded {type(event).__name__}")
+            self._timing.handed(self._conversation_id(), event)
             yield event
 
     async def builtin_run_turn(self, call: TurnCall) -> AsyncIterator[ExecutorEvent]:
@@ -363,6 +366,7 @@ class AgyExecutor(Executor):
 
     async def close(self) -> None:
         session, self._session = self._session, None
+        self._timing.close()
         if session is not None:
             await session.close()
 

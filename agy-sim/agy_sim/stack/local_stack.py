@@ -106,6 +106,10 @@ class LocalStack:
     JSON (MLflow's format), put in the private HOME's cache where omnigent looks first
     (``omnigent/onboarding/providers``). omnigent downloads it from the internet, which a
     stack on loopback cannot; without one omnigent knows no model's window or price."""
+    host_env: Mapping[str, str] = field(default_factory=dict)
+    """Variables every host (and so its harness processes) gets on top of its clean
+    environment, which drops the caller's ``OMNIGENT_*`` ones (e.g. the timing log the
+    scale benchmark reads)."""
     port: int = 0
     server: subprocess.Popen[bytes] | None = None
     hosts: list[HostHome] = field(default_factory=list)
@@ -156,6 +160,7 @@ class LocalStack:
                 "BROWSER": "true",
             }
         )
+        env.update(self.host_env)
         path = [str(BIN), env.get("PATH", os.defpath)]
         if agy_on_path:
             path.insert(0, str(self.agy.path.parent))
