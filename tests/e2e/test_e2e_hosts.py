@@ -10,6 +10,7 @@ at the end of its test.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -18,7 +19,7 @@ import psutil
 import pytest
 from kept import deletion_watches
 from simproc import exited
-from stack import TURN_ENDS, Conversation, a_turn_works, agy_call, agy_record, extra_host
+from stack import TURN_ENDS, Conversation, a_turn_works, agy_call, agy_record, extra_host, typed
 from waiting import wait_until
 
 from agy_sim.stack.homes import HARNESS_ID, HostHome
@@ -209,14 +210,43 @@ def test_two_hosts_at_once_see_nothing_of_each_others_agy(stack: LocalStack) -> 
         stack.stop_host(second)
 
 
+def said_again(conversation: Conversation, text: str) -> None:
+    """Send `text` after the restart and see agy answer it, as a person would get there.
+
+    omnigent's runner, back after the restart, may first run the failed turn again on its
+    own (its items end with that unanswered message; `text` waits, and omnigent hands it to
+    that turn as steering or runs it next). agy, whose gate the stopping harness refused,
+    then asks for the command once more: the person answers that card as before. Either
+    way `text` reaches agy once and a turn completes after it.
+    """
+    conversation.send(text)
+    for _ in range(6):  # a card and a turn end, at most twice
+        event = conversation.until("response.elicitation_request", *TURN_ENDS, timeout=180)
+        if event["type"] == "response.elicitation_request":
+            assert "echo after the restart" in json.dumps(event["params"]), event
+            conversation.answer(event, "Allow once")
+            continue
+        assert event["type"] == "response.completed", event
+        received = typed(conversation)
+        if text in received:
+            assert received.count(text) == 1, received
+            assert received.count("Please run: echo after the restart") <= 2, received
+            return
+    raise AssertionError(f"{text!r} never reached agy: {typed(conversation)}")
+
+
 @pytest.mark.timeout(600)  # the stack's start, a host's start twice, agy's
+@pytest.mark.parametrize("screen_first", [False, True], ids=["message-next", "screen-first"])
 def test_a_host_restarted_while_a_card_waits_answers_it_or_fails_coded(
-    stack: LocalStack,
+    stack: LocalStack, screen_first: bool
 ) -> None:
     """`omnigent host` stops and starts again while a card waits for the person. The turn
     never hangs: the card is answered after the host is back, or the turn ends with a coded
     failure; a host stopping is no deletion (the conversation's state stays), and the next
-    message is answered."""
+    message is answered. `screen_first`: the person opens agy's screen (the Terminal view)
+    before writing again, which brings omnigent's runner back with no message in flight:
+    omnigent then runs the failed turn again on its own, and agy's card comes back to be
+    answered (the CI met that order by chance, a message racing the runner's start)."""
     host = stack.add_host("restarted", agy_on_path=True)
     try:
         with Conversation(stack, host=host) as conversation:
@@ -261,7 +291,16 @@ def test_a_host_restarted_while_a_card_waits_answers_it_or_fails_coded(
                     assert error.get("code"), end
                     print(f"the restart ended the turn: {error.get('code')}")
             assert (state / SIGN_IN_COPY).is_file(), "a host stopping is not a deletion"
-            again = conversation.say("hello after the restart", timeout=180)
-            assert again["type"] == "response.completed", again
+            if screen_first and kind != "response.completed":  # the restart ended the turn
+                # As the web's "New shell" → agy does (its own session key per pane).
+                terminals = f"/v1/sessions/{conversation.id}/resources/terminals"
+                conversation.client.post(terminals, {"terminal": "agy", "session_key": "u-pane"})
+                card = conversation.card(timeout=180)
+                assert "echo after the restart" in json.dumps(card["params"]), card
+                conversation.answer(card, "Allow once")
+                end = conversation.turn_end(timeout=180)
+                assert end["type"] == "response.completed", end
+                assert "after the restart\n" in conversation.outputs()
+            said_again(conversation, "hello after the restart")
     finally:
         stack.stop_host(host)
