@@ -27,7 +27,7 @@ Printed per N:
   the latency into the plugin's part (agy's frame → handed: agy's TLS stream, decode, map,
   publish, translate) and omnigent's (handed → the client: its adapter, the harness's stream
   to the runner, the server, SSE, and this benchmark's one client process reading every
-  stream).
+  stream, whose CPU seconds during the turns are printed beside it).
 - **memory and CPU per conversation**: RSS and USS (what a process alone holds) of the
   plugin's own processes — the conversation's harness process, the relay MCP server its agy
   started, its share of the tmux server — and of agy (agy-sim) apart; CPU seconds each used
@@ -142,6 +142,7 @@ class Round:
     deltas: list[Delta]
     before: Sample
     after: Sample
+    client_cpu_s: float  # this benchmark's own process (the client) during the turns
 
 
 def one_round(
@@ -161,7 +162,9 @@ def one_round(
             all_at_once(stack, [turn], [f"Hello [{turn.tag}]"])
         conversations = find(host.process.pid, str(stack.root), sessions)
         before = sample(conversations)
+        client_cpu = time.process_time()
         all_at_once(stack, turns, [prompt(tag) for tag in tags])
+        client_cpu = time.process_time() - client_cpu
         after = sample(conversations)
         frames, handed = frame_lines(frame_log), handed_lines(handed_log)
         measured: list[Delta] = []
@@ -179,7 +182,7 @@ def one_round(
             stream.close()
     stop_agys(stack)
     turn_s = [(t.ended_ns - t.sent_ns) / 1e9 for t in turns]
-    return Round(count, turn_s, measured, before, after)
+    return Round(count, turn_s, measured, before, after, client_cpu)
 
 
 def _p(values: Sequence[float], q: float) -> float:
@@ -210,7 +213,14 @@ def report(rounds: Sequence[Round], delay: str) -> None:
         " plugin's part: agy's TLS stream, decode, map, publish, translate) → the event at the"
         " client (omnigent's part: its adapter, the harness's stream to the runner, the"
         " server, SSE, and the benchmark's one client process reading every stream)",
-        ["N", "plugin p50 ms", "plugin p99 ms", "omnigent p50 ms", "omnigent p99 ms"],
+        [
+            "N",
+            "plugin p50 ms",
+            "plugin p99 ms",
+            "omnigent p50 ms",
+            "omnigent p99 ms",
+            "client CPU s",
+        ],
         [
             [
                 r.count,
@@ -218,6 +228,7 @@ def report(rounds: Sequence[Round], delay: str) -> None:
                 _p([d.plugin_ms for d in r.deltas], 0.99),
                 statistics.median(d.omnigent_ms for d in r.deltas),
                 _p([d.omnigent_ms for d in r.deltas], 0.99),
+                r.client_cpu_s,
             ]
             for r in rounds
         ],
