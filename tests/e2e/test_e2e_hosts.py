@@ -247,7 +247,8 @@ def test_a_host_restarted_while_a_card_waits_answers_it_or_fails_coded(
     before writing again, which brings omnigent's runner back with no message in flight:
     omnigent then runs the failed turn again on its own, and agy's card comes back to be
     answered (the CI met that order by chance, a message racing the runner's start)."""
-    host = stack.add_host("restarted", agy_on_path=True)
+    # A host of its own per case: two hosts of one name would hide each other in the server.
+    host = stack.add_host(f"restarted-{'screen' if screen_first else 'message'}", agy_on_path=True)
     try:
         with Conversation(stack, host=host) as conversation:
             conversation.client = OmnigentClient(stack.url, timeout=120)  # the server is busy

@@ -265,14 +265,15 @@ class LocalStack:
         stop_process(host.process)
 
     def restart(self, *, enabled: bool = True) -> None:
-        """`omnigent-agy enable|disable`, then restart the server and the hosts, as the
-        README tells a person to."""
-        for host in self.hosts:
+        """`omnigent-agy enable|disable`, then restart the server and the hosts running now,
+        as the README tells a person to (a host a test stopped stays stopped)."""
+        running = [h for h in self.hosts if h.process is not None and h.process.poll() is None]
+        for host in running:
             self.run(host, ["omnigent-agy", "enable" if enabled else "disable"])
             stop_process(host.process)
         stop_process(self.server)
         self.start_server()
-        for host in self.hosts:
+        for host in running:
             self.start_host(host)
 
     def stop(self) -> None:
