@@ -173,7 +173,7 @@ class AgyExecutor(Executor):
         async for event in events:
             if not isinstance(event, ExecutorEvent):
                 raise TypeError(f"an agy_run_turn plugin yielded {type(event).__name__}")
-            self._timing.handed(self._conversation_id(), event)
+            self._timing.handed(self._conversation_id, event)
             yield event
 
     async def builtin_run_turn(self, call: TurnCall) -> AsyncIterator[ExecutorEvent]:

@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -48,12 +48,16 @@ class TimingLog:
             value = ""
         return cls(Path(value) if value else None)
 
-    def handed(self, session: str, event: object) -> None:
-        """Note `event` if it is answer text, as it is handed to omnigent."""
+    def handed(self, session: Callable[[], str], event: object) -> None:
+        """Note `event` if it is answer text, as it is handed to omnigent.
+
+        ``session`` gives omnigent's session id; it is asked only for a chunk that is noted,
+        so a turn with the log unset pays one attribute test per event and nothing more.
+        """
         if self._path is None or not isinstance(event, TextChunk):
             return
         now = time.monotonic_ns()
-        line = json.dumps({"ns": now, "session": session, "chars": len(event.text)})
+        line = json.dumps({"ns": now, "session": session(), "chars": len(event.text)})
         try:
             if self._fd is None:
                 flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC

@@ -22,8 +22,24 @@ def lines(path: Path) -> list[dict[str, object]]:
 
 def test_unset_notes_nothing(tmp_path: Path) -> None:
     log = TimingLog.from_env({})
-    log.handed("conv", TextChunk(text="hello"))
+    log.handed(lambda: "conv", TextChunk(text="hello"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_session_is_asked_only_for_a_chunk_that_is_noted(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    def session() -> str:
+        asked.append("conv")
+        return "conv"
+
+    TimingLog.from_env({}).handed(session, TextChunk(text="hello"))  # the log unset
+    log = TimingLog.from_env({TIMING_LOG_ENV: str(tmp_path / "handed.jsonl")})
+    log.handed(session, ReasoningChunk(delta="thinking", event_type="reasoning_text"))
+    assert asked == []  # the hot path pays nothing for the log it does not keep
+    log.handed(session, TextChunk(text="hello"))
+    log.close()
+    assert asked == ["conv"]
 
 
 def test_answer_chunks_are_noted_with_the_clock_the_session_and_their_length(
@@ -32,9 +48,9 @@ def test_answer_chunks_are_noted_with_the_clock_the_session_and_their_length(
     path = tmp_path / "handed.jsonl"
     log = TimingLog.from_env({TIMING_LOG_ENV: str(path)})
     before = time.monotonic_ns()
-    log.handed("conv-1", TextChunk(text="héllo"))
-    log.handed("conv-1", ReasoningChunk(delta="thinking", event_type="reasoning_text"))
-    log.handed("conv-1", TextChunk(text=" there"))
+    log.handed(lambda: "conv-1", TextChunk(text="héllo"))
+    log.handed(lambda: "conv-1", ReasoningChunk(delta="thinking", event_type="reasoning_text"))
+    log.handed(lambda: "conv-1", TextChunk(text=" there"))
     log.close()
     noted = lines(path)
     assert [(n["session"], n["chars"]) for n in noted] == [("conv-1", 5), ("conv-1", 6)]
@@ -49,7 +65,7 @@ def test_a_relative_path_is_ignored_with_a_warning(
     monkeypatch.chdir(tmp_path)
     with caplog.at_level(logging.WARNING):
         log = TimingLog.from_env({TIMING_LOG_ENV: "handed.jsonl"})
-        log.handed("conv", TextChunk(text="hello"))
+        log.handed(lambda: "conv", TextChunk(text="hello"))
     assert list(tmp_path.iterdir()) == []
     assert f"ignoring {TIMING_LOG_ENV}='handed.jsonl': not an absolute path" in caplog.text
 
@@ -61,7 +77,7 @@ def test_a_file_that_cannot_be_written_is_warned_about_once_and_the_turn_goes_on
     log = TimingLog.from_env({TIMING_LOG_ENV: str(path)})
     with caplog.at_level(logging.WARNING):
         for _ in range(3):
-            log.handed("conv", TextChunk(text="hello"))  # raises nothing
+            log.handed(lambda: "conv", TextChunk(text="hello"))  # raises nothing
     warnings = [r for r in caplog.records if TIMING_LOG_ENV in r.getMessage()]
     assert len(warnings) == 1
     assert "No such file or directory" in warnings[0].getMessage()
@@ -70,7 +86,7 @@ def test_a_file_that_cannot_be_written_is_warned_about_once_and_the_turn_goes_on
 def _write_many(path: str, session: str, count: int) -> None:
     log = TimingLog.from_env({TIMING_LOG_ENV: path})
     for index in range(count):
-        log.handed(session, TextChunk(text="x" * (index % 97 + 1)))
+        log.handed(lambda: session, TextChunk(text="x" * (index % 97 + 1)))
     log.close()
 
 
