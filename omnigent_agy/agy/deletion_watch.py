@@ -22,6 +22,7 @@ from typing import Final
 import psutil
 
 from omnigent_agy.agy.retention import Removal, deleted_marker, forget
+from omnigent_agy.agy.terminal import process_running
 
 __all__ = ["WATCH_AFTER_EXIT", "WATCH_LOG", "arm_deletion_watch", "main", "watch_for_deletion"]
 
@@ -61,7 +62,7 @@ def watch_for_deletion(
         if (host_gone and refused is None) or time.monotonic() >= deadline:
             return None
         time.sleep(_WATCH_POLL)
-        host_gone = host is not None and not _running(host)
+        host_gone = host is not None and not process_running(host)
 
 
 def _process(pid: int | None) -> psutil.Process | None:
@@ -71,13 +72,6 @@ def _process(pid: int | None) -> psutil.Process | None:
         return psutil.Process(pid)
     except psutil.Error:
         return None
-
-
-def _running(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 # The waiter: a POSIX shell in a session of its own, started in the background by a shell that

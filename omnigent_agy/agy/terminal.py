@@ -42,6 +42,7 @@ __all__ = [
     "AgyTerminal",
     "TerminalError",
     "TerminalHost",
+    "process_running",
 ]
 
 logger = logging.getLogger(__name__)
@@ -233,7 +234,7 @@ class AgyTerminal:
         if pane is None or pane.pane_dead == "1" or not pane.pane_pid:
             return False
         try:
-            return _running(psutil.Process(int(pane.pane_pid)))
+            return process_running(psutil.Process(int(pane.pane_pid)))
         except psutil.NoSuchProcess:
             return False
 
@@ -331,16 +332,18 @@ def _wait_dead(procs: list[psutil.Process], timeout: float) -> list[psutil.Proce
     """
     deadline = time.monotonic() + timeout
     while True:
-        alive = [p for p in procs if _running(p)]
+        alive = [p for p in procs if process_running(p)]
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.02)
 
 
-def _running(proc: psutil.Process) -> bool:
+def process_running(process: psutil.Process) -> bool:
+    """Whether ``process`` still runs: a zombie counts as ended, and so does a process whose
+    pid now belongs to another (``is_running`` compares the start time psutil recorded)."""
     try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
 
 

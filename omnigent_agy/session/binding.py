@@ -39,7 +39,7 @@ from omnigent_agy.agy.launcher import AgyLaunchSpec, reattach
 from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.running import recorded, stop_running
 from omnigent_agy.agy.statedir import SessionStateDir
-from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.agy.terminal import TerminalHost, process_running
 from omnigent_agy.agy.trust import WorkspaceTrust
 from omnigent_agy.interactions.hooks import model_aliases
 from omnigent_agy.onboarding.catalog import ModelCatalog
@@ -255,10 +255,7 @@ class AgyBinding:
             except psutil.NoSuchProcess:
                 return False
             return True
-        try:  # is_running also compares the start time: a reused pid is not ours
-            return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return False
+        return process_running(process)  # a reused pid is not ours
 
     async def _preflight(self) -> None:
         check = self.settings.preflight

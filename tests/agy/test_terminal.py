@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import subprocess
 import sys
 import textwrap
 import uuid
@@ -15,7 +16,7 @@ import psutil
 import pytest
 from waiting import wait_until
 
-from omnigent_agy.agy.terminal import AgyTerminal, TerminalError, TerminalHost
+from omnigent_agy.agy.terminal import AgyTerminal, TerminalError, TerminalHost, process_running
 
 pytestmark = pytest.mark.tmux
 
@@ -242,3 +243,21 @@ def test_works_without_tmux_or_term_env(
     monkeypatch.delenv("TMUX")
     terminal2 = _start_echo(tmux_host, tmp_path, name="second")
     wait_until(lambda: "VAR" in _screen(terminal2), timeout=10, what="start-up")
+
+
+def test_a_process_runs_until_it_exits_and_a_zombie_counts_as_ended() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        process = psutil.Process(child.pid)
+        assert process_running(process)
+        child.kill()
+        wait_until(
+            lambda: process.status() == psutil.STATUS_ZOMBIE,
+            timeout=10,
+            what="the killed child a zombie",
+        )
+        assert not process_running(process)  # killed, not yet reaped: ended all the same
+    finally:
+        child.kill()
+        child.wait()
+    assert not process_running(process)  # reaped: gone
