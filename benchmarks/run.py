@@ -24,6 +24,7 @@ SCRIPTS = (
     "bench_sweep.py",
     "bench_relay.py",
     "bench_scale.py",
+    "bench_floor.py",
     "bench_cold.py",
     "bench_disk.py",
     "bench_faults.py",

@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Delta", "check_conversation", "frame_lines", "handed_lines", "latencies"]
+__all__ = [
+    "Delta",
+    "MismatchError",
+    "check_conversation",
+    "frame_lines",
+    "handed_lines",
+    "latencies",
+    "streamed",
+]
 
 Json = dict[str, Any]
 _TAG = re.compile(r"answer for (c\d+)\.|done-(c\d+)")
@@ -48,6 +56,13 @@ def _answer_deltas(events: Sequence[Json], answer: str) -> list[tuple[int, int]]
         length += len(str(event.get("delta", "")))
         found.append((index, length))
     return found
+
+
+def streamed(events: Sequence[Json], answer: str) -> str:
+    """The text the deltas of the first answer add up to (`answer` says how long it is)."""
+    return "".join(
+        str(events[index].get("delta", "")) for index, _ in _answer_deltas(events, answer)
+    )
 
 
 def handed_lines(path: Path) -> dict[str, list[tuple[int, int]]]:
@@ -139,13 +154,9 @@ def check_conversation(
     tag: str, events: Sequence[Json], items: Sequence[Json], answer: str
 ) -> None:
     """Raise MismatchError unless the conversation got exactly its own answer and command."""
-    streamed = "".join(
-        str(events[index].get("delta", "")) for index, _ in _answer_deltas(events, answer)
-    )
-    if streamed != answer:
-        raise MismatchError(
-            f"{tag}: the deltas add up to {len(streamed)} characters, not the answer"
-        )
+    text = streamed(events, answer)
+    if text != answer:
+        raise MismatchError(f"{tag}: the deltas add up to {len(text)} characters, not the answer")
     strangers = (_tags(events) | _tags(items)) - {tag}
     if strangers:
         raise MismatchError(f"{tag}: its events or items name {sorted(strangers)}")

@@ -22,7 +22,7 @@ def test_the_runner_knows_every_script() -> None:
 
 
 # These start omnigent's real server and host on loopback (agy_sim.stack.LocalStack): e2e.
-ON_THE_STACK = {"bench_scale.py", "bench_faults.py"}
+ON_THE_STACK = {"bench_scale.py", "bench_floor.py", "bench_faults.py"}
 
 
 @pytest.mark.tmux
