@@ -5,7 +5,9 @@ drops, stalls, 5xx bursts, garbage, agy's port moving, the harness process kille
 between turns; tests/loadmix.py). Counted as the seeded suite counts: a turn is lost when it
 does not complete or what the client received falls short of what agy committed, duplicated
 when anything of it reached agy or the client twice; a turn omnigent ended failed (shown so to
-the person, with its code) is counted apart as failed.
+the person, with its code) is counted apart as failed, and so is a turn that completed and
+that omnigent then also reported failed because the harness was killed before its stream to
+omnigent's runner had ended ("completed, then failed": tests/loadmix.py, `late_failure`).
 
     python benchmarks/bench_faults.py [--quick] [--seed N] [--keep]
 
@@ -59,6 +61,7 @@ def report(counted: list[Counted], seed: int, seconds: float) -> dict[str, objec
             one.lost,
             one.duplicated,
             one.failed_turns,
+            one.late_failures,
             sum(one.tally.fired.values()),
             one.seconds,
         ]
@@ -72,6 +75,7 @@ def report(counted: list[Counted], seed: int, seconds: float) -> dict[str, objec
             totals["lost"],
             totals["duplicated"],
             totals["failed_turns"],
+            totals["late_failures"],
             sum(Counter(totals["fired"]).values()),  # type: ignore[arg-type]
             seconds,
         ]
@@ -86,6 +90,7 @@ def report(counted: list[Counted], seed: int, seconds: float) -> dict[str, objec
             "lost",
             "duplicated",
             "failed",
+            "completed, then failed",
             "faults fired",
             "seconds",
         ],

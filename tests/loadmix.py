@@ -97,6 +97,11 @@ class Played:
 
     text: str
     events: list[Json] = field(default_factory=list)
+    #: omnigent's second ending of the turn before, met while waiting for this one (`late_failure`).
+    late: list[Json] = field(default_factory=list)
+
+    def completed(self) -> bool:
+        return bool(self.events) and self.events[-1].get("type") == "response.completed"
 
     def kinds(self) -> list[str]:
         return [str(e.get("type")) for e in self.events]
@@ -205,9 +210,10 @@ class LoadConversation:
         played: list[Played] = []
         try:
             for text in trial.texts:
+                before = played[-1] if played else self.last_played()
                 played.append(Played(text))
                 self.talk.send(text)
-                moved = self._turn(trial, played[-1], moved=moved)
+                moved = self._turn(trial, played[-1], moved=moved, before=before)
         finally:
             self.set_faults([])
             self.played += played
@@ -230,17 +236,27 @@ class LoadConversation:
 
     def follow(self, played: Played) -> None:
         """A turn without faults to its end, every card answered."""
-        self._turn(None, played, moved=True)
+        self._turn(None, played, moved=True, before=self.last_played())
 
-    def _turn(self, trial: Trial | None, played: Played, *, moved: bool) -> bool:
+    def last_played(self) -> Played | None:
+        return self.played[-1] if self.played else None
+
+    def _turn(
+        self, trial: Trial | None, played: Played, *, moved: bool, before: Played | None
+    ) -> bool:
         """One turn to its end, answering every card, moving agy at the trial's moment;
-        whether agy has moved (once a trial)."""
+        whether agy has moved (once a trial). `before`: the turn played before this one."""
         restart = trial.restart if trial is not None else None
         answered: set[str] = set()
+        started = False  # this turn's response.in_progress seen
         while True:
             event = self._next_event()
-            played.events.append(event)
             kind = str(event.get("type"))
+            if late_failure(event, started=started, before=before):
+                played.late.append(event)
+                continue
+            played.events.append(event)
+            started = started or kind == "response.in_progress"
             if kind in ("response.completed", "response.failed", "response.cancelled"):
                 return moved
             if kind in ("session.interrupted", "session.failed", "stream.end", "stream.error"):
@@ -261,6 +277,31 @@ class LoadConversation:
             if not moved and restart == "command":
                 self.move()
                 moved = True
+
+
+def late_failure(event: Json, *, started: bool, before: Played | None) -> bool:
+    """Whether `event` is omnigent's second ending of the turn before, not this turn's end.
+
+    omnigent's runner relays the harness's `response.completed` as it comes and reads the
+    harness's stream on to its end; a harness killed in between (here right after the person
+    saw the answer, as the next trial replaces it) cuts that stream, and the runner then also
+    reports the completed turn `response.failed`, `connection_error`, with no response id
+    (runner/app.py, `proxy_stream`). It arrives after the next message was sent and before
+    that message's turn starts (`response.in_progress`); read as that turn's end, every later
+    turn would be read against the events of the one before it.
+    """
+    if started or before is None or not before.completed():
+        return False
+    if event.get("type") != "response.failed":
+        return False
+    response = event.get("response")
+    response = response if isinstance(response, dict) else {}
+    error = response.get("error") or event.get("error") or {}
+    return (
+        not response.get("id")
+        and isinstance(error, dict)
+        and (error.get("code") == "connection_error")
+    )
 
 
 def _picks(card: Json) -> list[str]:
@@ -359,6 +400,8 @@ class Counted:
     lost: int = 0
     duplicated: int = 0
     failed_turns: int = 0  # ended failed, shown so to the person (not silent: not lost)
+    #: turns omnigent reported failed after their completion (`late_failure`): not lost.
+    late_failures: int = 0
     seconds: float = 0.0
 
     def failed(self, what: str, exc: BaseException) -> None:
@@ -394,6 +437,7 @@ def run_conversation(conversation: LoadConversation, seed: int, count: int) -> C
     except Exception as exc:  # counted and reported, as a trial's
         counted.failed(f"seed {seed}, the conversation", exc)
     counted.tally.fired["harness_respawn"] = conversation.respawns
+    counted.late_failures = sum(len(one.late) for one in conversation.played)
     counted.seconds = time.monotonic() - started
     return counted
 
@@ -471,5 +515,6 @@ def summary(counted: list[Counted]) -> dict[str, Any]:
         "lost": sum(c.lost for c in counted),
         "duplicated": sum(c.duplicated for c in counted),
         "failed_turns": sum(c.failed_turns for c in counted),
+        "late_failures": sum(c.late_failures for c in counted),
         **total.as_json(),
     }

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from loadmix import Played, check_turn
+from loadmix import Played, check_turn, late_failure
 
 USER = "CORTEX_STEP_TYPE_USER_INPUT"
 PLANNER = "CORTEX_STEP_TYPE_PLANNER_RESPONSE"
@@ -59,3 +59,35 @@ def test_a_card_shown_twice_is_duplicated() -> None:
     turn = Played("run", [card, card, {"type": "response.completed"}])
     with pytest.raises(AssertionError, match=r"^duplicated"):
         check_turn(steps, turn)
+
+
+# omnigent's runner, its harness killed after relaying a turn's response.completed but before
+# the harness's stream ended, reports that turn failed too (runner/app.py, proxy_stream).
+LATE = {
+    "type": "response.failed",
+    "source": "harness",
+    "response": {"status": "failed", "error": {"code": "connection_error"}},
+}
+
+
+def test_omnigents_late_failure_of_a_completed_turn_is_not_the_next_turns_end() -> None:
+    completed = played("first", "Hello there.")
+    assert late_failure(LATE, started=False, before=completed)
+    # Once the next turn started, a failure is its own; and it is nobody's after a failed turn.
+    assert not late_failure(LATE, started=True, before=completed)
+    assert not late_failure(LATE, started=False, before=played("first", end="response.failed"))
+    assert not late_failure(LATE, started=False, before=None)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {**LATE, "response": {**LATE["response"], "id": "resp_1"}},
+        {**LATE, "response": {"status": "failed", "error": {"code": "harness_spawn_failed"}}},
+        {"type": "response.cancelled", "response": {}},
+        {"type": "response.completed", "response": {}},
+    ],
+    ids=["with a response id", "another code", "cancelled", "completed"],
+)
+def test_any_other_ending_before_the_turn_started_is_the_turns(event: dict[str, Any]) -> None:
+    assert not late_failure(event, started=False, before=played("first", "Hello there."))
