@@ -288,7 +288,10 @@ def late_failure(event: Json, *, started: bool, before: Played | None) -> bool:
     reports the completed turn `response.failed`, `connection_error`, with no response id
     (runner/app.py, `proxy_stream`). It arrives after the next message was sent and before
     that message's turn starts (`response.in_progress`); read as that turn's end, every later
-    turn would be read against the events of the one before it.
+    turn would be read against the events of the one before it. Its message says a stream was
+    cut ("peer closed connection without sending complete message body"); the next message
+    sent to the dead process's socket fails too before it starts, but "Connection refused":
+    that one is the next turn's own.
     """
     if started or before is None or not before.completed():
         return False
@@ -297,11 +300,12 @@ def late_failure(event: Json, *, started: bool, before: Played | None) -> bool:
     response = event.get("response")
     response = response if isinstance(response, dict) else {}
     error = response.get("error") or event.get("error") or {}
-    return (
-        not response.get("id")
-        and isinstance(error, dict)
-        and (error.get("code") == "connection_error")
-    )
+    if response.get("id") or not isinstance(error, dict):
+        return False
+    return error.get("code") == "connection_error" and _STREAM_CUT in str(error.get("message"))
+
+
+_STREAM_CUT = "peer closed connection"  # httpx's RemoteProtocolError on a cut body
 
 
 def _picks(card: Json) -> list[str]:

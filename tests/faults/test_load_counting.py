@@ -63,11 +63,16 @@ def test_a_card_shown_twice_is_duplicated() -> None:
 
 # omnigent's runner, its harness killed after relaying a turn's response.completed but before
 # the harness's stream ended, reports that turn failed too (runner/app.py, proxy_stream).
+CUT = (
+    "Harness stream connection error: peer closed connection without sending complete message "
+    "body (incomplete chunked read)"
+)
 LATE = {
     "type": "response.failed",
     "source": "harness",
-    "response": {"status": "failed", "error": {"code": "connection_error"}},
+    "response": {"status": "failed", "error": {"code": "connection_error", "message": CUT}},
 }
+REFUSED = "Harness stream connection error: [Errno 111] Connection refused"
 
 
 def test_omnigents_late_failure_of_a_completed_turn_is_not_the_next_turns_end() -> None:
@@ -84,10 +89,18 @@ def test_omnigents_late_failure_of_a_completed_turn_is_not_the_next_turns_end() 
     [
         {**LATE, "response": {**LATE["response"], "id": "resp_1"}},
         {**LATE, "response": {"status": "failed", "error": {"code": "harness_spawn_failed"}}},
+        # The next message sent to the killed process's socket: that turn's own failure.
+        {
+            **LATE,
+            "response": {
+                "status": "failed",
+                "error": {"code": "connection_error", "message": REFUSED},
+            },
+        },
         {"type": "response.cancelled", "response": {}},
         {"type": "response.completed", "response": {}},
     ],
-    ids=["with a response id", "another code", "cancelled", "completed"],
+    ids=["with a response id", "another code", "refused", "cancelled", "completed"],
 )
 def test_any_other_ending_before_the_turn_started_is_the_turns(event: dict[str, Any]) -> None:
     assert not late_failure(event, started=False, before=played("first", "Hello there."))
