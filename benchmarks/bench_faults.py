@@ -7,7 +7,9 @@ does not complete or what the client received falls short of what agy committed,
 when anything of it reached agy or the client twice; a turn omnigent ended failed (shown so to
 the person, with its code) is counted apart as failed, and so is a turn that completed and
 that omnigent then also reported failed because the harness was killed before its stream to
-omnigent's runner had ended ("completed, then failed": tests/loadmix.py, `late_failure`).
+omnigent's runner had ended ("completed, then failed": tests/loadmix.py, `late_failure`). A
+gate omnigent's runner denied itself (its policy call to the server failed: it fails closed)
+shows no card and is not counted lost; how many is printed.
 
     python benchmarks/bench_faults.py [--quick] [--seed N] [--keep]
 
@@ -95,6 +97,10 @@ def report(counted: list[Counted], seed: int, seconds: float) -> dict[str, objec
             "seconds",
         ],
         rows,
+    )
+    print(
+        f"Gates omnigent's runner denied itself, its policy call having failed (no card shown, "
+        f"not counted lost): {totals['denied_by_omnigent']}"
     )
     fired = Counter(totals["fired"])  # type: ignore[arg-type]
     planned = Counter(totals["planned"])  # type: ignore[arg-type]

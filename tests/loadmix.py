@@ -160,6 +160,17 @@ class LoadConversation:
     def port(self) -> int:
         return logged_port(self.log())
 
+    def omnigent_denials(self) -> int:
+        """How often omnigent's runner has answered a gate of this conversation itself: when
+        its call to the server to evaluate its policy fails (a loaded server), it fails closed
+        with POLICY_ACTION_DENY (runner/app.py), which the plugin, letting a host DENY decide,
+        gives agy without a card. Read from the conversation's runner logs."""
+        logs = Path(self.host.env["OMNIGENT_DATA_DIR"]) / "logs" / "runner"
+        return sum(
+            path.read_text(encoding="utf-8", errors="replace").count(_FAILED_CLOSED)
+            for path in logs.glob(f"runner-{self.talk.id}-*.log")
+        )
+
     def fault_counts(self) -> Counter[str]:
         return logged_faults(self.log())
 
@@ -306,6 +317,7 @@ def late_failure(event: Json, *, started: bool, before: Played | None) -> bool:
 
 
 _STREAM_CUT = "peer closed connection"  # httpx's RemoteProtocolError on a cut body
+_FAILED_CLOSED = "defaulting to POLICY_ACTION_DENY"  # omnigent's runner, its policy call failed
 
 
 def _picks(card: Json) -> list[str]:
@@ -336,9 +348,11 @@ def _turn_steps(steps: list[Json], text: str) -> list[Json]:
     return steps[start:end]
 
 
-def check_turn(steps: list[Json], played: Played) -> None:
+def check_turn(steps: list[Json], played: Played, *, decided_by_omnigent: int = 0) -> int:
     """What reached the client of one turn is exactly what agy committed for it (the seeded
-    suite's `faultmix.check`, on omnigent's stream)."""
+    suite's `faultmix.check`, on omnigent's stream). `decided_by_omnigent`: gates omnigent's
+    runner answered itself in this turn's trial, which show no card (`omnigent_denials`); the
+    number of them this turn had is returned."""
     kinds = played.kinds()
     ending = played.events[-1] if played.events else {}
     if ending.get("type") in ("response.failed", "session.failed"):
@@ -365,8 +379,10 @@ def check_turn(steps: list[Json], played: Played) -> None:
     gates = sum(len(s.get("completedInteractions") or []) for s in ours if s.get("type") in GATED)
     if len(cards) != len(set(cards)):
         raise AssertionError(f"duplicated: a card was shown twice: {cards}")
-    if len(cards) != gates:
+    unshown = gates - len(cards)
+    if unshown < 0 or unshown > decided_by_omnigent:
         raise AssertionError(f"agy asked {gates} times, {len(cards)} cards were shown")
+    return unshown
 
 
 def check_calls(conversation: LoadConversation, steps: list[Json]) -> None:
@@ -406,6 +422,8 @@ class Counted:
     failed_turns: int = 0  # ended failed, shown so to the person (not silent: not lost)
     #: turns omnigent reported failed after their completion (`late_failure`): not lost.
     late_failures: int = 0
+    #: gates omnigent's runner denied itself, its policy call failed (`omnigent_denials`).
+    denied_by_omnigent: int = 0
     seconds: float = 0.0
 
     def failed(self, what: str, exc: BaseException) -> None:
@@ -474,11 +492,15 @@ def _trials(conversation: LoadConversation, counted: Counted, seed: int, count: 
         counted.tally.trials += 1
         counted.tally.planned.update(labels)
         try:
+            denied = conversation.omnigent_denials()
             played = conversation.play(trial)
             steps = conversation.steps()
+            denied = conversation.omnigent_denials() - denied
             for one in played:
                 counted.turns += 1
-                check_turn(steps, one)
+                used = check_turn(steps, one, decided_by_omnigent=denied)
+                denied -= used
+                counted.denied_by_omnigent += used
         except Exception as exc:  # every failure is counted and reported
             counted.failed(f"seed {seed} trial {number} ({trial.scenario}, {labels})", exc)
 
@@ -520,5 +542,6 @@ def summary(counted: list[Counted]) -> dict[str, Any]:
         "duplicated": sum(c.duplicated for c in counted),
         "failed_turns": sum(c.failed_turns for c in counted),
         "late_failures": sum(c.late_failures for c in counted),
+        "denied_by_omnigent": sum(c.denied_by_omnigent for c in counted),
         **total.as_json(),
     }

@@ -104,3 +104,14 @@ def test_omnigents_late_failure_of_a_completed_turn_is_not_the_next_turns_end() 
 )
 def test_any_other_ending_before_the_turn_started_is_the_turns(event: dict[str, Any]) -> None:
     assert not late_failure(event, started=False, before=played("first", "Hello there."))
+
+
+def test_a_gate_without_a_card_is_lost_unless_omnigent_answered_it_itself() -> None:
+    steps = [user("run"), {"type": "CORTEX_STEP_TYPE_RUN_COMMAND", "completedInteractions": [{}]}]
+    turn = Played("run", [{"type": "response.completed"}])
+    with pytest.raises(AssertionError, match=r"^agy asked 1 times, 0 cards were shown"):
+        check_turn(steps, turn)
+    # omnigent's runner denied it itself (its policy call failed): that gate needs no card.
+    assert check_turn(steps, turn, decided_by_omnigent=1) == 1
+    card = {"type": "response.elicitation_request", "elicitation_id": "e1"}
+    assert check_turn(steps, Played("run", [card, turn.events[0]]), decided_by_omnigent=1) == 0
