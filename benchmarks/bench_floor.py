@@ -26,13 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_scale import PARTS, Turn, all_at_once, expected_answer, prompt
+from bench_scale import PARTS, all_at_once, expected_answer, open_conversations, prompt
 from common import load_average, options, table
 from omnigent.community.harness.agy.timing import TIMING_LOG_ENV
 from scale_check import Delta, MismatchError, handed_lines, latencies, streamed
 
 from agy_sim.stack.homes import write_simulator
-from agy_sim.stack.local_stack import TEST_SIMULATOR, LocalStack, agent_name
+from agy_sim.stack.local_stack import TEST_SIMULATOR, LocalStack
 
 PLUGIN = "null_agy"  # benchmarks/null_agy.py
 
@@ -56,18 +56,9 @@ def plugin_folder(folder: Path, delay: str) -> Path:
 
 def one_round(stack: LocalStack, count: int, first_tag: int, handed_log: Path) -> list[float]:
     """N conversations at once; the turn seconds and each delta's latency (ms), checked."""
-    host = stack.main
-    assert host.host_id is not None
-    tags = [f"c{first_tag + n:02d}" for n in range(count)]
-    sessions = [
-        stack.client.create_session(agent_name(), host.host_id, str(stack.workspace)) for _ in tags
-    ]
-    streams = [stack.client.stream(session).__enter__() for session in sessions]
+    turns = open_conversations(stack, count, first_tag)
     try:
-        turns = [Turn(s, t, e) for s, t, e in zip(sessions, tags, streams, strict=True)]
-        for turn in turns:  # each harness process starts, one at a time (as bench_scale.py)
-            all_at_once(stack, [turn], ["Hello"])
-        all_at_once(stack, turns, [prompt(tag) for tag in tags])
+        all_at_once(stack, turns, [prompt(turn.tag) for turn in turns])
         handed = handed_lines(handed_log)
         deltas: list[Delta] = []
         for turn in turns:
@@ -88,8 +79,8 @@ def one_round(stack: LocalStack, count: int, first_tag: int, handed_log: Path) -
             arrivals = turn.events.seen_ns[turn.first :]
             deltas.extend(latencies(events, arrivals, marks, chunks, answer))
     finally:
-        for stream in streams:
-            stream.close()
+        for turn in turns:
+            turn.events.close()
     turn_s = [(t.ended_ns - t.sent_ns) / 1e9 for t in turns]
     return [statistics.median(turn_s), len(deltas), *_spread([d.omnigent_ms for d in deltas])]
 

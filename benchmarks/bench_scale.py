@@ -145,25 +145,41 @@ class Round:
     client_cpu_s: float  # this benchmark's own process (the client) during the turns
 
 
-def one_round(
-    stack: LocalStack, count: int, first_tag: int, frame_log: Path, handed_log: Path
-) -> Round:
+def open_conversations(stack: LocalStack, count: int, first_tag: int) -> list[Turn]:
+    """`count` new sessions on the main host, tagged ``cNN`` from `first_tag`, each with its
+    event stream open (the caller closes them), each greeted in turn: its harness process
+    (and agy) starts one conversation at a time (see the module doc)."""
     host = stack.main
     assert host.host_id is not None
-    assert host.process is not None
     tags = [f"c{first_tag + n:02d}" for n in range(count)]
     sessions = [
         stack.client.create_session(agent_name(), host.host_id, str(stack.workspace)) for _ in tags
     ]
-    streams = [stack.client.stream(session).__enter__() for session in sessions]
+    turns = [
+        Turn(s, t, stack.client.stream(s).__enter__()) for s, t in zip(sessions, tags, strict=True)
+    ]
     try:
-        turns = [Turn(s, t, e) for s, t, e in zip(sessions, tags, streams, strict=True)]
-        for turn in turns:  # agy starts, one conversation at a time (see the module doc)
+        for turn in turns:
             all_at_once(stack, [turn], [f"Hello [{turn.tag}]"])
+    except BaseException:
+        for turn in turns:
+            turn.events.close()
+        raise
+    return turns
+
+
+def one_round(
+    stack: LocalStack, count: int, first_tag: int, frame_log: Path, handed_log: Path
+) -> Round:
+    host = stack.main
+    assert host.process is not None
+    turns = open_conversations(stack, count, first_tag)
+    sessions = [turn.session for turn in turns]
+    try:
         conversations = find(host.process.pid, str(stack.root), sessions)
         before = sample(conversations)
         client_cpu = time.process_time()
-        all_at_once(stack, turns, [prompt(tag) for tag in tags])
+        all_at_once(stack, turns, [prompt(turn.tag) for turn in turns])
         client_cpu = time.process_time() - client_cpu
         after = sample(conversations)
         frames, handed = frame_lines(frame_log), handed_lines(handed_log)
@@ -178,8 +194,8 @@ def one_round(
             turn_handed = [h for h in handed.get(turn.session, []) if h[0] >= turn.sent_ns]
             measured.extend(latencies(events, arrivals, turn_frames, turn_handed, answer))
     finally:
-        for stream in streams:
-            stream.close()
+        for turn in turns:
+            turn.events.close()
     stop_agys(stack)
     turn_s = [(t.ended_ns - t.sent_ns) / 1e9 for t in turns]
     return Round(count, turn_s, measured, before, after, client_cpu)

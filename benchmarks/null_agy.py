@@ -28,7 +28,7 @@ from agy_sim.scenarios import long_answer_parts
 hookimpl = pluggy.HookimplMarker("omnigent_agy")
 
 PARTS = 120
-_TAG = re.compile(r"\[(c\d+)\]")
+_TAG = re.compile(r"long answer \[(c\d+)\]")  # bench_scale.prompt; a hello names its tag too
 
 
 @hookimpl
