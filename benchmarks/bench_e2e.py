@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from common import FrameServer, frame_server, median_of, options, spec, table
+from common import FrameServer, frame_server, median_of, options, percentile, spec, table
 from omnigent.harnesses.antigravity_native import rpc as builtin_rpc
 from readers import BuiltinReader, ListSink, builtin_stub_sink
 
@@ -92,8 +92,8 @@ def cpu_per_frame(read: Callable[[], Awaitable[Run]]) -> float:
 
 def latencies(read: Callable[[], Awaitable[Run]]) -> tuple[float, float]:
     run = asyncio.run(read())
-    values = sorted(run.latencies[1:])  # the first frame is the history snapshot
-    return statistics.median(values), values[min(len(values) - 1, int(len(values) * 0.99))]
+    values = run.latencies[1:]  # the first frame is the history snapshot
+    return statistics.median(values), percentile(values, 0.99)
 
 
 def main() -> None:

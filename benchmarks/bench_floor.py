@@ -25,11 +25,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from bench_scale import PARTS, all_at_once, expected_answer, open_conversations, prompt
-from common import load_average, options, table
+from common import load_average, options, percentile, table
 from omnigent.community.harness.agy.timing import TIMING_LOG_ENV
-from scale_check import Delta, MismatchError, handed_lines, latencies, streamed
+from scale_check import Delta, MismatchError, handed_lines, latencies, reached, streamed
 
 from agy_sim.stack.homes import write_simulator
 from agy_sim.stack.local_stack import TEST_SIMULATOR, LocalStack
@@ -54,8 +55,17 @@ def plugin_folder(folder: Path, delay: str) -> Path:
     return folder
 
 
-def one_round(stack: LocalStack, count: int, first_tag: int, handed_log: Path) -> list[float]:
-    """N conversations at once; the turn seconds and each delta's latency (ms), checked."""
+class Row(NamedTuple):
+    """One N's figures, as the table prints them."""
+
+    turn_s_p50: float
+    deltas: int
+    p50_ms: float
+    p99_ms: float
+
+
+def one_round(stack: LocalStack, count: int, first_tag: int, handed_log: Path) -> Row:
+    """N conversations at once, each checked; its turn time and delta latencies."""
     turns = open_conversations(stack, count, first_tag)
     try:
         all_at_once(stack, turns, [prompt(turn.tag) for turn in turns])
@@ -71,23 +81,19 @@ def one_round(stack: LocalStack, count: int, first_tag: int, handed_log: Path) -
             if any(i.get("type") == "function_call" for i in stack.client.items(turn.session)):
                 raise MismatchError(f"{turn.tag}: a command ran, so agy answered, not null_agy")
             chunks = [h for h in handed.get(turn.session, []) if h[0] >= turn.sent_ns]
-            marks, total = [], 0
-            for ns, chars in chunks:
-                total += chars
-                marks.append((ns, total))
             # No agy: the "frame" of each delta is the plugin's hand itself.
             arrivals = turn.events.seen_ns[turn.first :]
-            deltas.extend(latencies(events, arrivals, marks, chunks, answer))
+            deltas.extend(latencies(events, arrivals, reached(chunks), chunks, answer))
     finally:
         for turn in turns:
             turn.events.close()
-    turn_s = [(t.ended_ns - t.sent_ns) / 1e9 for t in turns]
-    return [statistics.median(turn_s), len(deltas), *_spread([d.omnigent_ms for d in deltas])]
-
-
-def _spread(values: list[float]) -> tuple[float, float]:
-    ordered = sorted(values)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    latency = [d.omnigent_ms for d in deltas]
+    return Row(
+        statistics.median((t.ended_ns - t.sent_ns) / 1e9 for t in turns),
+        len(deltas),
+        statistics.median(latency),
+        percentile(latency, 0.99),
+    )
 
 
 def main() -> None:
@@ -106,20 +112,20 @@ def main() -> None:
                 "PYTHONPATH": str(plugin_folder(root / "plugin", delay)),
             },
         ) as stack:
-            rows: dict[int, list[float]] = {}
+            rows: dict[int, Row] = {}
             first = 1
             started = time.monotonic()
             for count in counts:
                 print(f"{count} conversations at once…", file=sys.stderr, flush=True)
                 rows[count] = one_round(stack, count, first, handed_log)
                 first += count
-    base = rows[1][3]
+    base = rows[1].p99_ms
     table(
         f"omnigent's delivery alone: N conversations at once, each a {PARTS}-part answer (a"
         f" part every {delay} s) handed to omnigent by a plugin without agy → the event at the"
         f" client; {time.monotonic() - started:.0f} s; {load_average()}",
         ["N", "turn s p50", "deltas", "p50 ms", "p99 ms", "p99 / N = 1"],
-        [[n, *rows[n], f"{rows[n][3] / base:.1f}x"] for n in sorted(rows)],
+        [[n, *rows[n], f"{rows[n].p99_ms / base:.1f}x"] for n in sorted(rows)],
     )
 
 

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import httpx
 import yaml
-from common import load_average, options, table
+from common import load_average, options, percentile, table
 from omnigent.community.harness.agy.timing import TIMING_LOG_ENV
 from scale_check import Delta, check_conversation, frame_lines, handed_lines, latencies
 from scale_processes import KINDS, Sample, find, sample
@@ -201,11 +201,6 @@ def one_round(
     return Round(count, turn_s, measured, before, after, client_cpu)
 
 
-def _p(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
-
-
 def report(rounds: Sequence[Round], delay: str) -> None:
     rounds = sorted(rounds, key=lambda r: r.count)
     table(
@@ -219,7 +214,7 @@ def report(rounds: Sequence[Round], delay: str) -> None:
                 max(r.turn_s),
                 len(r.deltas),
                 statistics.median(d.total_ms for d in r.deltas),
-                _p([d.total_ms for d in r.deltas], 0.99),
+                percentile([d.total_ms for d in r.deltas], 0.99),
             ]
             for r in rounds
         ],
@@ -241,9 +236,9 @@ def report(rounds: Sequence[Round], delay: str) -> None:
             [
                 r.count,
                 statistics.median(d.plugin_ms for d in r.deltas),
-                _p([d.plugin_ms for d in r.deltas], 0.99),
+                percentile([d.plugin_ms for d in r.deltas], 0.99),
                 statistics.median(d.omnigent_ms for d in r.deltas),
-                _p([d.omnigent_ms for d in r.deltas], 0.99),
+                percentile([d.omnigent_ms for d in r.deltas], 0.99),
                 r.client_cpu_s,
             ]
             for r in rounds

@@ -34,6 +34,12 @@ def median_of(runs: int, measure: Callable[[], float]) -> float:
     return statistics.median(measure() for _ in range(runs))
 
 
+def percentile(values: Sequence[float], q: float) -> float:
+    """The value below which a share ``q`` of `values` lies (nearest rank: p99 = ``0.99``)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
 def agy_argv0() -> str:
     """``<the interpreter's bin>/agy``: what a process started as agy shows as argv[0]."""
     return str(Path(sys.executable).with_name("agy"))

@@ -25,6 +25,7 @@ __all__ = [
     "frame_lines",
     "handed_lines",
     "latencies",
+    "reached",
     "streamed",
 ]
 
@@ -75,6 +76,15 @@ def handed_lines(path: Path) -> dict[str, list[tuple[int, int]]]:
     return handed
 
 
+def reached(chunks: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(ns, the answer's length so far) after each of a turn's (ns, chars) chunks, in order."""
+    marks, total = [], 0
+    for ns, chars in chunks:
+        total += chars
+        marks.append((ns, total))
+    return marks
+
+
 def _first_reaching(marks: Sequence[tuple[int, int]], length: int, what: str) -> int:
     """The time of the first (ns, length so far) mark whose length reached `length`."""
     for ns, reached in marks:
@@ -114,10 +124,7 @@ def latencies(
     """Per delta of the answer: the first frame of agy whose answer was as long, the first
     moment the plugin had handed omnigent as much of it (`handed`: that turn's chunks, in
     order), and the delta's arrival at the client."""
-    so_far, total = [], 0
-    for ns, chars in handed:
-        total += chars
-        so_far.append((ns, total))
+    so_far = reached(handed)
     return [
         Delta(
             _first_reaching(frames, length, "frame of agy"),
