@@ -1,14 +1,14 @@
 """``agy-sim acp``: the Agent Client Protocol on stdio, as ``agy acp`` speaks it.
 
-What is reported of ``agy acp`` (since 1.4.12) and modelled here: ``agentInfo.name`` "Antigravity
-ACP Server"; a config option ``thought_level``; no ``mode`` (so no ``session/set_mode``);
-``session/new`` takes no tool allow-list; ``ask_question`` and ``invoke_subagent`` are absent on
-that path (a turn that would ask answers in prose, one that would delegate does the work
-itself). The rest follows the ACP specification (protocol version 1): ``initialize``,
-``authenticate``, ``session/new``, ``session/prompt`` with streamed ``session/update``s,
-``session/request_permission``, ``session/cancel`` and ``session/set_config_option``
-(``acp_config``: the model and the thought level). A turn's usage comes in the prompt's
-``usage`` (an unstable part of the specification) and a ``usage_update``.
+What is reported of ``agy acp`` (since 1.4.12) and modelled here: ``agentInfo.name``
+"Antigravity ACP Server"; a config option ``thought_level``; no ``mode`` (so no
+``session/set_mode``); ``session/new`` takes no tool allow-list; ``ask_question`` and
+``invoke_subagent`` are absent on that path (``acp_scripts``). The rest follows the ACP
+specification (protocol version 1): ``initialize``, ``authenticate``, ``session/new``,
+``session/prompt`` with streamed ``session/update``s, ``session/request_permission``,
+``session/cancel`` and ``session/set_config_option`` (``acp_config``: the model and the
+thought level). A turn's usage comes in the prompt's ``usage`` (an unstable part of the
+specification) and a ``usage_update``.
 
 Each session runs on an engine of its own (the same ``SimEngine``, scenarios and triggers as
 the RPC side, so one script drives both), working in the session's ``cwd``.
@@ -27,9 +27,6 @@ from agy_sim.engine import SimEngine
 from agy_sim.engine_config import EngineSettings
 from agy_sim.gemini import GeminiDir
 from agy_sim.quota import QuotaAccount
-from agy_sim.scenarios import list_directory
-from agy_sim.triggers import choose
-from agy_sim.turn_api import Script, TurnApi
 
 _log = logging.getLogger("agy-sim.acp")
 
@@ -37,34 +34,6 @@ AGENT_NAME: Final = "Antigravity ACP Server"
 PROTOCOL_VERSION: Final = 1
 LOGIN_METHOD: Final = "agy-login"
 LOGIN_HINT: Final = "Authentication required: sign in from a terminal with `agy acp --login`."
-#: Scenarios that need a tool ``agy acp`` does not have (reported absent there).
-_QUESTION_SCENARIOS: Final = frozenset(
-    {"single_question", "multi_question", "several_questions", "write_in", "large_question"}
-)
-
-
-async def ask_in_prose(turn: TurnApi) -> None:
-    """What a turn that would ask a question does where ``ask_question`` is absent."""
-    await turn.say(
-        "I would ask you to choose here, but this session has no question tool: tell me in "
-        "your next message what you prefer.",
-        thinking="**No ask_question tool**\n\nI will ask in my answer instead.",
-    )
-
-
-async def work_alone(turn: TurnApi) -> None:
-    """What a turn that would start a sub-agent does where ``invoke_subagent`` is absent."""
-    await list_directory(turn)
-
-
-def acp_script(text: str) -> Script:
-    """The scenario a turn's text selects on the ACP path."""
-    name, script = choose(text)
-    if name in _QUESTION_SCENARIOS:
-        return ask_in_prose
-    if name == "subagent":
-        return work_alone
-    return script
 
 
 class AcpAgent:
@@ -142,7 +111,6 @@ class AcpAgent:
             names = [s.get("name") for s in params["mcpServers"] if isinstance(s, dict)]
             _log.info("session/new: MCP servers not started: %s", names)
         engine = SimEngine(self._settings, workspace=cwd)
-        engine.choose_script = acp_script
         engine.quota = QuotaAccount(self._quota)
         engine.rules = gemini.rules
         cascade = engine.cascades[engine.tui_cascade_id]

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from agy_sim import steps_factory as sf
 from agy_sim.acp_config import SessionConfig
+from agy_sim.acp_scripts import acp_script, first_prompt_script
 from agy_sim.acp_updates import ERROR_MESSAGE, PLANNER, UpdateTracker
 from agy_sim.acp_wire import INTERNAL_ERROR, INVALID_REQUEST, PeerClosedError, RpcError
 from agy_sim.answers import PERMISSION_SCOPES
@@ -93,6 +94,7 @@ class AcpSession:
         self._asked: dict[int, Gate] = {}
         self._asks: set[asyncio.Task[None]] = set()
         self._cancelled = False
+        self._prompted = False
 
     async def update(self, update: Json) -> None:
         await self._notify("session/update", {"sessionId": self.session_id, "update": update})
@@ -104,6 +106,8 @@ class AcpSession:
         if cascade.running:
             raise RpcError(INVALID_REQUEST, "a prompt is already running in this session")
         self._cancelled = False
+        self.engine.choose_script = acp_script if self._prompted else first_prompt_script
+        self._prompted = True
         first = len(cascade.steps)
         position = cascade.log_position
         model = self.config.model
