@@ -142,5 +142,7 @@ class AcpAgent:
             await session.cancel()
 
     async def aclose(self) -> None:
+        """Stop every session's turn (its prompt answers ``cancelled``) and its engine."""
         for session in self._sessions.values():
+            await session.cancel()
             await session.engine.aclose()

@@ -22,6 +22,8 @@ from agy_sim.process import engine_settings, resolve_tui_model
 
 _log = logging.getLogger("agy-sim.acp")
 
+#: How long the prompts of stopped turns get to answer before the process ends.
+DRAIN_SECONDS: Final = 2.0
 #: The first agy with `agy acp` (third-party reports; docs/simulator.md, "agy-sim acp").
 ACP_SINCE: Final = (1, 4, 12)
 
@@ -94,7 +96,9 @@ async def _serve(options: SimOptions, out: IO[str]) -> int:
     except asyncio.CancelledError:
         _log.info("stopped by a signal")
     finally:
+        # Every turn stopped first, so each open prompt answers (if the client still reads).
         await agent.aclose()
+        await peer.drain(DRAIN_SECONDS)
         writer.close()
         _log.info("agy-sim acp stopped")
     return 0

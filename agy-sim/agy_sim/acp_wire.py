@@ -91,7 +91,8 @@ class JsonRpcPeer:
 
     # -- the loop -----------------------------------------------------------------------
     async def serve(self) -> None:
-        """Read until the client closes stdin; then wait for the handlers still running."""
+        """Read until the client closes stdin. The handlers still running are left to the
+        caller: stop what they wait for, then ``drain`` them."""
         try:
             while True:
                 try:
@@ -107,8 +108,17 @@ class JsonRpcPeer:
             for waiting in self._waiting.values():
                 if not waiting.done():
                     waiting.set_exception(PeerClosedError("the client closed the connection"))
-            if self._tasks:
-                await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for the handlers still running, then cancel the rest."""
+        tasks = set(self._tasks)
+        if not tasks:
+            return
+        _done, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
 
     def _receive(self, line: bytes) -> None:
         try:

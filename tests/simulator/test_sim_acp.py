@@ -8,6 +8,7 @@ here. agy-sim runs as a separate process on stdio, as an ACP client starts `agy 
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -54,6 +55,7 @@ class Client:
     hold: asyncio.Event | None = None
     """When set, permission requests wait for it (a card a person has not answered yet)."""
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    process: Any = None
 
     async def request_permission(
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **_: Any
@@ -114,6 +116,7 @@ async def acp_agent(
     (workspace / "README.md").write_text("# demo\n")
     argv = ["acp", "--gemini_dir", str(gemini), *FAST, *flags]
     async with spawn_agent_process(client, str(AGY_SIM), *argv, cwd=workspace) as (conn, proc):
+        client.process = proc
         init = await conn.initialize(
             protocol_version=PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(),
@@ -241,6 +244,17 @@ async def test_cancel_mid_answer_stops_the_turn(tmp_path: Path) -> None:
         client.clear()
         assert (await agent.say("hello")).stop_reason == "end_turn"
         assert client.answer().startswith("Hello from the agy simulator")
+
+
+async def test_sigterm_mid_turn_answers_the_prompt_and_ends(tmp_path: Path) -> None:
+    client = Client()
+    async with acp_agent(tmp_path, client) as agent:
+        prompt = asyncio.ensure_future(agent.say("a long answer please"))
+        await client.until(lambda: "Part 2 " in client.answer())
+        client.process.send_signal(signal.SIGTERM)
+        result = await prompt
+        assert result.stop_reason == "cancelled"
+        assert await client.process.wait() == 0
 
 
 async def test_cancel_while_a_permission_is_asked(tmp_path: Path) -> None:
