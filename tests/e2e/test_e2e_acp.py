@@ -65,3 +65,22 @@ def test_a_permission_card_denied_and_the_turn_goes_on(
     assert acp_conversation.turn_end()["type"] == "response.completed"
     assert "I did not run `touch made-through-acp`" in acp_conversation.assistant_texts()[-1]
     assert not (stack.workspace / "made-through-acp").exists()
+
+
+def test_allow_once_runs_the_command_and_shows_its_row(acp_conversation: Conversation) -> None:
+    acp_conversation.send("Please run: echo hi through acp")
+    acp_conversation.answer(acp_conversation.card(), "Allow once")
+    assert acp_conversation.turn_end()["type"] == "response.completed"
+    items = acp_conversation.items()
+    calls = [i for i in items if i["type"] == "function_call"]
+    # omnigent names an ACP tool row by the tool call's title (agy's toolAction here).
+    assert [c["name"] for c in calls] == ["Running echo hi through acp"]
+    assert "exit code 0" in acp_conversation.assistant_texts()[-1]
+
+
+def test_a_model_picked_in_omnigent_reaches_agy(acp_conversation: Conversation) -> None:
+    assert acp_conversation.say("hello")["type"] == "response.completed"
+    # The web's model picker: omnigent switches the live ACP session (session/set_config_option).
+    acp_conversation.client.update(acp_conversation.id, model_override="gemini-3-flash")
+    assert acp_conversation.say("hello again")["type"] == "response.completed"
+    assert "(Gemini 3 Flash)" in acp_conversation.assistant_texts()[-1]
