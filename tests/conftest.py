@@ -19,7 +19,7 @@ from stack import Conversation, leftovers
 from waiting import wait_until
 
 from agy_sim.stack.homes import write_simulator
-from agy_sim.stack.local_stack import TEST_SIMULATOR, LocalStack
+from agy_sim.stack.local_stack import AGY_ACP_AGENT, TEST_SIMULATOR, LocalStack
 from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -56,7 +56,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         path.stem: json.loads(path.read_text(encoding="utf-8"))
         for path in sorted((FIXTURES / "omnigent_catalog").glob("*.json"))
     }
-    with LocalStack(root / "stack", agy, base_env=env, model_catalog=catalogs) as running:
+    # agy in omnigent's generic ACP harness too (`agy acp`, no plugin): test_e2e_acp.py.
+    with LocalStack(
+        root / "stack", agy, base_env=env, model_catalog=catalogs, acp_agents=[AGY_ACP_AGENT]
+    ) as running:
         yield running
     # A conversation's deletion watch (omnigent_agy/agy/deletion_watch.py) ends once its host is
     # gone, at its next look: a loaded machine gets some seconds for that, not its 120 s watch.

@@ -43,17 +43,21 @@ class Conversation:
         *,
         wait_ready: bool = True,
         workspace: Path | None = None,
+        agent: str | None = None,
         **create: Any,
     ) -> None:
-        """A new session on `host` (the main one by default) in `workspace` (the stack's, which
-        its operator trusts, by default), once the host reports the harness ready unless
-        `wait_ready` is false; `create` goes into ``POST /v1/sessions``."""
+        """A new session of `agent` (the shipped one by default) on `host` (the main one by
+        default) in `workspace` (the stack's, which its operator trusts, by default), once the
+        host reports the harness ready unless `wait_ready` is false; `create` goes into
+        ``POST /v1/sessions``."""
         self.stack = stack
         self.host = host or stack.main
         self.client: OmnigentClient = stack.client
         self.workspace = workspace or stack.workspace
         host_id = stack.wait_ready(self.host) if wait_ready else str(self.host.host_id)
-        self.id = self.client.create_session(agent_name(), host_id, str(self.workspace), **create)
+        self.id = self.client.create_session(
+            agent or agent_name(), host_id, str(self.workspace), **create
+        )
         self.events: EventStream = self.client.stream(self.id)
 
     def __enter__(self) -> Self:

@@ -1,7 +1,8 @@
 """``agy-sim``: a fake ``agy`` that takes agy's command line (docs/wire.md §1).
 
-``agy-sim --version`` and ``agy-sim [--output-format json] models`` answer at once; anything
-else starts the language server (``process``). The flags and switches are ``options``'s.
+``agy-sim --version`` and ``agy-sim [--output-format json] models`` answer at once;
+``agy-sim acp`` speaks the Agent Client Protocol on stdio (``acp_process``); anything else
+starts the language server (``process``). The flags and switches are ``options``'s.
 """
 
 from __future__ import annotations
@@ -78,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if options.command == "models":
         return list_models(options)
+    if options.command == "acp":
+        from agy_sim.acp_process import run_acp  # noqa: PLC0415 - only this command needs it
+
+        return run_acp(options)
     # Imported here so --version and models stay quick and need no server stack.
     from agy_sim.process import run  # noqa: PLC0415
 

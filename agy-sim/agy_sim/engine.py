@@ -106,6 +106,8 @@ class SimEngine:
         self.quota: QuotaAccount | None = None
         """The account's quota (quota.py); a turn on a used-up model group fails."""
         self.rules: Callable[[], str] = lambda: ""
+        self.choose_script: Callable[[str], Script] = lambda text: choose(text)[1]
+        """The scenario a turn's text picks (``triggers``; the ACP side narrows it)."""
 
     # -- public interface (the process, the TUI and tests) --------------------------------
     def add_listener(self, callback: Callable[[TranscriptEvent], None]) -> None:
@@ -344,7 +346,7 @@ class SimEngine:
                     )
                     return
             # The text after a carried block picks the scenario, as a model answers it.
-            await (script or choose(split_carried(text)[1])[1])(turn)
+            await (script or self.choose_script(split_carried(text)[1]))(turn)
             answered = 0
             while True:  # NEXT_INVOCATION messages that arrived late still get an answer
                 turn.drain_steering()

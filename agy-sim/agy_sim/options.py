@@ -5,6 +5,7 @@
             [--sim-... switches]
     agy-sim --version
     agy-sim [--output-format json] models
+    agy-sim acp [--sim-... switches]          (the Agent Client Protocol on stdio)
 
 Switches that exist only in the simulator start with ``--sim-`` and each has an
 ``AGY_SIM_*`` environment variable (the flag wins), so a launcher that passes agy's own
@@ -94,7 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="A simulated agy (Antigravity CLI) for tests and demos.",
         epilog="Every --sim-* switch also reads an AGY_SIM_* environment variable.",
     )
-    parser.add_argument("command", nargs="?", choices=("models",), help="list models")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=("models", "acp"),
+        help="models: list models; acp: the Agent Client Protocol on stdio",
+    )
     agy = parser.add_argument_group("agy's flags")
     agy.add_argument("--version", dest="show_version", action="store_true")
     agy.add_argument("--csrf_token", metavar="TOKEN")

@@ -284,28 +284,7 @@ class SimProcess:
             loop.add_signal_handler(signum, _logged(signum, action))
 
     def _engine_settings(self) -> EngineSettings:
-        options = self.options
-        values: dict[str, Any] = {
-            "gemini_dir": str(options.gemini_dir),
-            "debug_rpc": options.debug_rpc,
-            "history_steps": options.history_steps,
-            "store_dir": str(options.gemini_dir) if options.keeps_conversations else "",
-            "resume_conversation": options.conversation or "",
-            "frame_log": str(options.frame_log or ""),
-        }
-        if options.waiting_timeout is not None:
-            values["waiting_timeout"] = options.waiting_timeout
-        if options.token_delay is not None:
-            values["token_interval"] = options.token_delay
-        if options.long_token_delay is not None:
-            values["long_token_interval"] = options.long_token_delay
-        if options.slow_command_seconds is not None:
-            values["slow_command_seconds"] = options.slow_command_seconds
-        if options.model is not None or options.effort is not None:
-            values["default_model"] = resolve_tui_model(options.model, options.effort)
-        elif remembered := remembered_model(options.gemini_dir, ModelCatalog()):
-            values["default_model"] = remembered.model  # what /model chose last (a guess)
-        return EngineSettings(**values)
+        return engine_settings(self.options)
 
     def _flags(self) -> str:
         options = self.options
@@ -319,6 +298,31 @@ class SimProcess:
             "csrf_token": "set" if options.csrf_token else None,  # never the token itself
         }
         return ", ".join(f"{key}={value}" for key, value in recorded.items() if value is not None)
+
+
+def engine_settings(options: SimOptions) -> EngineSettings:
+    """The engine's settings from the command line (the TUI's process and ``agy-sim acp``)."""
+    values: dict[str, Any] = {
+        "gemini_dir": str(options.gemini_dir),
+        "debug_rpc": options.debug_rpc,
+        "history_steps": options.history_steps,
+        "store_dir": str(options.gemini_dir) if options.keeps_conversations else "",
+        "resume_conversation": options.conversation or "",
+        "frame_log": str(options.frame_log or ""),
+    }
+    if options.waiting_timeout is not None:
+        values["waiting_timeout"] = options.waiting_timeout
+    if options.token_delay is not None:
+        values["token_interval"] = options.token_delay
+    if options.long_token_delay is not None:
+        values["long_token_interval"] = options.long_token_delay
+    if options.slow_command_seconds is not None:
+        values["slow_command_seconds"] = options.slow_command_seconds
+    if options.model is not None or options.effort is not None:
+        values["default_model"] = resolve_tui_model(options.model, options.effort)
+    elif remembered := remembered_model(options.gemini_dir, ModelCatalog()):
+        values["default_model"] = remembered.model  # what /model chose last (a guess)
+    return EngineSettings(**values)
 
 
 def resolve_tui_model(model: str | None, effort: str | None) -> str:

@@ -25,7 +25,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
@@ -59,6 +59,12 @@ HOST_TIMEOUT = 120.0
 
 Progress = Callable[[str], None]
 AGENT_EDITOR_FEATURE = "custom_agents_settings_ui"
+#: agy as an agent of omnigent's generic ACP harness, with no plugin: the two lines a person
+#: adds to ``~/.omnigent/config.yaml`` (``omnigent/onboarding/acp_auth.py``). ``agy`` is the
+#: stack's agy, so agy-sim answers as ``agy-sim acp``. omnigent lists it as harness
+#: ``acp:antigravity`` and seeds an agent named ``antigravity`` for it.
+AGY_ACP_AGENT: Mapping[str, str] = {"name": "Antigravity", "command": "agy acp"}
+AGY_ACP_HARNESS = "acp:antigravity"
 
 
 @functools.cache
@@ -110,6 +116,9 @@ class LocalStack:
     """Variables every host (and so its harness processes) gets on top of its clean
     environment, which drops the caller's ``OMNIGENT_*`` ones (e.g. the timing log the
     scale benchmark reads)."""
+    acp_agents: Sequence[Mapping[str, object]] = ()
+    """Agents for omnigent's generic ACP harness (the ``acp: {agents: [...]}`` block of every
+    host's config, which the server reads too), e.g. ``AGY_ACP_AGENT``."""
     port: int = 0
     server: subprocess.Popen[bytes] | None = None
     hosts: list[HostHome] = field(default_factory=list)
@@ -179,6 +188,9 @@ class LocalStack:
         lines.append(f"    trusted_workspaces: {json.dumps(trusted)}")
         if not agy_on_path:
             lines.append(f"    command: {self.agy.path}")
+        if self.acp_agents:
+            block = {"acp": {"agents": [dict(agent) for agent in self.acp_agents]}}
+            lines += yaml.safe_dump(block, sort_keys=False).splitlines()
         config.write_text("\n".join(lines) + "\n")
         if self.private_home:
             simulated_sign_in(home / ".gemini")
