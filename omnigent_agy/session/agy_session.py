@@ -138,9 +138,9 @@ class AgySession:
         return await self._binding.ensure_started()
 
     async def _stop_untrusted(self) -> None:
-        """The person answered "No, exit" where this conversation's agy runs: it stops."""
-        if self._binding.agy is not None:
-            await self._binding.close(stop_agy=True)
+        """The person answered "No, exit": every agy of this conversation stops, an earlier
+        harness process's too, with the workspace's servers it started."""
+        await self._binding.stop_every_agy("the person answered No, exit on the trust card")
 
     async def close(self, *, stop_agy: bool | None = None) -> None:
         """Stop the reader and, unless configured to keep it, agy itself."""
