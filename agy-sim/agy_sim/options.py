@@ -70,6 +70,9 @@ class SimOptions:
     frame_log: Path | None = None
     version: str = SIM_VERSION
     workspace: Path = Path()
+    resolves_links: bool = False
+    """--sim-resolve-workspace-links: the hidden-folder test reads the workspace with its links
+    resolved, so a dot-free link to a hidden folder is dropped too (an agy that would; §9)."""
 
     @property
     def enforces_csrf(self) -> bool:
@@ -149,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="STEPS",
         help="finished steps the TUI cascade starts with",
+    )
+    sim.add_argument(
+        "--sim-resolve-workspace-links",
+        action="store_true",
+        default=None,
+        help="drop a workspace whose links resolve into a hidden folder, dot-free link or not",
     )
     return parser
 
@@ -252,6 +261,10 @@ def parse_options(
         quota=quota,
         # As spelled (PWD, when it names the working folder): agy tests the spelling (§9).
         workspace=cwd if cwd is not None else spelled_cwd(environ),
+        resolves_links=bool(
+            args.sim_resolve_workspace_links
+            or environ.get("AGY_SIM_RESOLVE_WORKSPACE_LINKS", "").lower() in TRUTHY
+        ),
     )
 
 

@@ -114,7 +114,10 @@ class SimProcess:
     def _find_workspace(self) -> Workspace:
         """Where agy works: a workspace in a hidden folder is dropped for agy's scratch
         folder, with agy's line in the log (docs/wire.md §9)."""
-        self._where = find_workspace(self.options.workspace, self.options.gemini_dir)
+        options = self.options
+        self._where = find_workspace(
+            options.workspace, options.gemini_dir, resolve_links=options.resolves_links
+        )
         if self._where.dropped:
             _log.warning(self._where.dropped)
         return self._where

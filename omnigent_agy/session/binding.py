@@ -56,6 +56,7 @@ from omnigent_agy.rpc.whereabouts import Whereabouts
 from omnigent_agy.session.cold_start import launch_checked
 from omnigent_agy.session.home import AgyHome
 from omnigent_agy.session.stopping import stop_every_agy, stop_for_sign_in
+from omnigent_agy.session.workspace_check import check_workspace
 from omnigent_agy.session.workspace_gate import WorkspaceGate
 
 __all__ = ["AgyBinding", "PreflightError", "SessionError", "SessionSettings", "untouched"]
@@ -226,6 +227,10 @@ class AgyBinding:
             fresh_cascade = True
         assert agy.cascade_id is not None
         assert self._whereabouts is not None
+        ignored = await check_workspace(client, agy.cascade_id, agy.log_file, where)
+        if ignored is not None:
+            await self.stop_every_agy("agy ignored its workspace")
+            raise ignored
         self._reader = CascadeReader(
             whereabouts=self._whereabouts,
             sink=self._sink,
