@@ -153,6 +153,8 @@ class AgyBinding:
         self._client: FollowingClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._catalog: ModelCatalog | None = None
+        self.lost: tuple[str, str] | None = None
+        """The conversation agy would not go on with and why, until the session says so."""
 
     @property
     def agy(self) -> AgyProcess | None:
@@ -196,6 +198,8 @@ class AgyBinding:
         )
         if sign_in_changed and await asyncio.to_thread(stop_for_sign_in, self.state.path):
             _logger.info("the person's sign-in changed: agy starts again with it")
+        record = await asyncio.to_thread(self.state.read_record)
+        wanted = None if record is None else record.cascade_id  # what agy is to go on with
         agy = await reattach(self._terminals, self.state)
         launched = agy is None
         if agy is None:
@@ -216,6 +220,10 @@ class AgyBinding:
             if agy.resumed_after is not None and agy.cascade_id is not None:
                 _logger.warning("agy could not resume conversation %s", agy.cascade_id)
                 agy.resumed_after += f"; conversation {agy.cascade_id} could not be resumed"
+            if wanted is not None:
+                # No cascade at all: the launcher's agy would not even start on it.
+                why = "agy did not know it" if agy.cascade_id else "agy would not start on it"
+                self.lost = (wanted, why)
             tui = await self._tui_cascade(client) if launched else None
             if tui is not None:
                 # The conversation agy's TUI shows: a person attached to the tmux session
