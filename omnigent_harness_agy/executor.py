@@ -214,7 +214,7 @@ class AgyExecutor(Executor):
                 if carrying and isinstance(event, ev.TurnBoundary):
                     mark_delivered(state)  # agy has them now
                 if isinstance(event, TurnResult) and event.status == "completed":
-                    await self._retitle(session, bool(carried.messages))
+                    await self._retitle(session, carrying)
                 for translated in self._translated(event, stream):
                     yield translated
         except PreflightError as exc:

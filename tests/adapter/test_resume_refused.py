@@ -105,6 +105,9 @@ def test_a_refused_resume_is_said_on_the_turn_and_the_history_carried(
         assert "<earlier-conversation>" in sent  # the note, with where it stopped
         assert "the retry loop" in sent
         assert sent.endswith("where were we?")
+        # agy titles the new conversation by the carried block: the session keeps its own.
+        renames = [i for i in turn.items("function_call") if i.get("name") == "sys_session_rename"]
+        assert renames == []
 
         # Said once: the next turn goes on from the new conversation, nothing carried again.
         again = Turn(harness)
