@@ -101,7 +101,7 @@ def ignored_workspace(
     reports only folders other than it; None when agy works where it was given."""
     if log_line is not None and not _names(log_line, where):
         log_line = None  # another folder's line, not the workspace's
-    elsewhere = [folder for folder in reported if not _same_folder(folder, where.agy)]
+    elsewhere = [folder for folder in reported if not _covers(folder, where.agy)]
     if log_line is None and (not reported or len(elsewhere) < len(reported)):
         return None
     given = f"{where.person}" + (
@@ -118,11 +118,15 @@ def ignored_workspace(
     )
 
 
-def _same_folder(one: Path, other: Path) -> bool:
+def _covers(reported: Path, given: Path) -> bool:
+    """Whether agy's reported workspace holds the folder it was given: that folder, or one
+    above it (a repository's root, should agy report that), links resolved on both sides."""
     try:
-        return one.samefile(other)
+        if reported.samefile(given):
+            return True
     except OSError:
-        return one.resolve(strict=False) == other.resolve(strict=False)
+        pass
+    return given.resolve(strict=False).is_relative_to(reported.resolve(strict=False))
 
 
 def _names(line: str, where: AgyWorkspace) -> bool:

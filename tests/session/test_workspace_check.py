@@ -53,6 +53,8 @@ def test_reported_folders_are_the_local_file_uris() -> None:
         pytest.param(None, [], False, id="nothing said: taken"),
         pytest.param(None, [LINK], False, id="the link reported: taken"),
         pytest.param(None, [SCRATCH, LINK], False, id="the link among others: taken"),
+        pytest.param(None, [LINK.parent], False, id="a folder above it: taken"),
+        pytest.param(None, [LINK / "sub"], True, id="a folder inside it alone"),
         pytest.param(LINE, [], True, id="the log line alone"),
         pytest.param(None, [SCRATCH], True, id="another folder alone"),
         pytest.param(LINE, [SCRATCH], True, id="both"),
@@ -71,6 +73,6 @@ def test_ignored_when_agy_says_so(line: str | None, reported: list[Path], ignore
         said = str(error)
         assert str(PERSON) in said
         assert str(LINK) in said
-        assert (str(SCRATCH) if reported else "scratch folder") in said
+        assert (str(reported[0]) if reported else "scratch folder") in said
         assert error.code == "agy_workspace_ignored"
         assert "no folder starting with a dot" in error.remediation
