@@ -53,11 +53,11 @@ def omnigent_agy(stack: LocalStack, *args: str) -> subprocess.CompletedProcess[s
 
 
 @pytest.fixture
-def person_trusts(stack: LocalStack) -> Iterator[Path]:
+def person_trusts(stack: LocalStack, request: pytest.FixtureRequest) -> Iterator[Path]:
     """A project the person used agy in: their own agy settings trust it (they answered agy's
     dialog there) and the survey is off; the settings file is put back afterwards."""
-    folder = stack.root / "terminal-project"
-    folder.mkdir()
+    folder = stack.root / "terminal-project" / request.node.name
+    folder.mkdir(parents=True)
     (folder / "README.md").write_text("# started in a terminal\n")
     settings = person_gemini(stack) / "antigravity-cli" / "settings.json"
     kept = settings.read_text() if settings.exists() else None
@@ -163,11 +163,16 @@ def test_a_conversation_agy_no_longer_knows_is_said_in_the_browser(
     """The session's copy of the conversation is gone before its first message (agy then
     starts without it): the answer begins with a note saying so and what agy has instead."""
     gemini = person_gemini(stack)
+    earlier = {c.conversation_id for c in read_conversations(gemini).conversations}
     terminal = sims.launch(*FAST, "--gemini_dir", str(gemini), workspace=person_trusts)
     terminal.type(FIRST)
     terminal.wait_screen(f"You said: {FIRST}", timeout=60)
     (conversation,) = wait_until(
-        lambda: read_conversations(gemini).conversations, timeout=30, what="agy's list"
+        lambda: [
+            c for c in read_conversations(gemini).conversations if c.conversation_id not in earlier
+        ],
+        timeout=30,
+        what="agy's list to name the new conversation",
     )
     cid = conversation.conversation_id
     host = stack.wait_ready(stack.main)
