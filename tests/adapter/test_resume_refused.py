@@ -132,3 +132,23 @@ def test_with_nothing_to_carry_it_says_agy_starts_from_this_message(
         turn.until("response.completed", timeout=120)
     assert "this session holds no earlier messages to carry" in turn.text()
     assert user_inputs(env, conversation) == ["hello"]
+
+
+def test_an_agy_that_exits_on_the_id_is_started_on_a_new_one_and_says_so(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agy that exits on an id it does not keep (the launcher starts it again without
+    one): the note says agy would not start on that conversation."""
+    monkeypatch.setenv("AGY_SIM_REFUSE_UNKNOWN_CONVERSATION", "1")
+    conversation = f"conv_{uuid.uuid4().hex[:12]}"
+    note = opened(env, conversation)
+    with HarnessServer(create_app(), conversation) as harness:
+        turn = Turn(harness)
+        history = [note, {"type": "message", "role": "user", "content": "where were we?"}]
+        turn.start({"type": "message", "role": "user", "content": history, "model": "agy"})
+        turn.until("response.completed", timeout=120)
+    said = turn.text().partition("\n\n")[0]
+    assert f"could not go on from its conversation {UNKNOWN} (agy would not start on it)" in said
+    assert "omnigent carried this session's 1 earlier message to it" in said
+    (sent,) = user_inputs(env, conversation)
+    assert "<earlier-conversation>" in sent
