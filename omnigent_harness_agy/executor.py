@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pluggy
-from omnigent.debug_logging import debug_event
 from omnigent.inner.executor import (
     Executor,
     ExecutorConfig,
@@ -55,10 +54,11 @@ from omnigent_agy.rpc.errors import AgyError
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
 from omnigent_agy.session.history import answered, carry_history, mark_delivered
 from omnigent_agy.session.messages import MessageError, newest_user_message, user_message
-from omnigent_agy.session.turns import AgyRestarted, Turn, TurnResult
+from omnigent_agy.session.turns import AgyRestarted, ConversationLost, Turn, TurnResult
 
 from .deletion import mark_for_deletion
 from .failures import executor_error_for, to_executor_error
+from .notes import log_restart, lost_note
 from .prompts import OmnigentPrompts
 from .spawn_env import CWD_ENV_KEY as CWD_ENV
 from .spawn_env import EFFORT_ENV_KEY as EFFORT_ENV
@@ -188,7 +188,9 @@ class AgyExecutor(Executor):
                 return
             # A fork's or an import's earlier messages, once (session/history.py).
             state = SessionStateDir(session.attachments_dir.parent)  # the conversation's folder
-            carried = carry_history(state, call.messages, message.as_prompt())
+            prompt = message.as_prompt()
+            carried = carry_history(state, call.messages, prompt)
+            carrying = bool(carried.messages)
             self._title = self._title or SessionTitle.open(self._state(), call.messages)
             effort = config.extra.get("reasoning_effort") or self._env.get(EFFORT_ENV)
             turn = Turn(
@@ -202,13 +204,17 @@ class AgyExecutor(Executor):
                 instructions=call.system_prompt or None,
                 tools=call.tools,
                 tool_runner=self._run_omnigent_tool,
+                # A new agy conversation instead of the one recorded: carried there too.
+                carry_anew=lambda: carry_history(state, call.messages, prompt, anew=True),
             )
             stream = Stream(session.shown)
             async for event in session.run_turn(turn):
-                if carried.messages and isinstance(event, ev.TurnBoundary):
+                if isinstance(event, ConversationLost) and event.carried:
+                    carrying = True
+                if carrying and isinstance(event, ev.TurnBoundary):
                     mark_delivered(state)  # agy has them now
                 if isinstance(event, TurnResult) and event.status == "completed":
-                    await self._retitle(session, bool(carried.messages))
+                    await self._retitle(session, carrying)
                 for translated in self._translated(event, stream):
                     yield translated
         except PreflightError as exc:
@@ -296,20 +302,8 @@ class AgyExecutor(Executor):
             stream.ended()
             return self._finish(event)
         if isinstance(event, AgyRestarted):
-            # The transcript itself is unchanged (agy kept the history); the session's log
-            # says why agy had to be started again.
-            _logger.info(
-                "agy was restarted on conversation %s (the earlier agy ended: %s)",
-                event.cascade_id,
-                event.reason,
-                extra=debug_event(
-                    "agy_restarted",
-                    session_id=self._conversation_id(),
-                    cascade_id=event.cascade_id,
-                    reason=event.reason,
-                ),
-            )
-        return None
+            log_restart(event, self._conversation_id())
+        return lost_note(event) if isinstance(event, ConversationLost) else None
 
     def _finish(self, result: TurnResult) -> ExecutorEvent:
         session = self._session

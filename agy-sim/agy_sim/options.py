@@ -71,6 +71,12 @@ class SimOptions:
     frame_log: Path | None = None
     version: str = SIM_VERSION
     workspace: Path = Path()
+    refuses_unknown_conversation: bool = False
+    """--sim-refuse-unknown-conversation: `--conversation` with an id it does not keep exits 1
+    instead of starting a new conversation (what agy does then is not reported)."""
+    resolves_links: bool = False
+    """--sim-resolve-workspace-links: the hidden-folder test reads the workspace with its links
+    resolved, so a dot-free link to a hidden folder is dropped too (an agy that would; §9)."""
 
     @property
     def enforces_csrf(self) -> bool:
@@ -155,6 +161,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="STEPS",
         help="finished steps the TUI cascade starts with",
+    )
+    sim.add_argument(
+        "--sim-refuse-unknown-conversation",
+        action="store_true",
+        default=None,
+        help="exit 1 when --conversation names a conversation not kept, not start a new one",
+    )
+    sim.add_argument(
+        "--sim-resolve-workspace-links",
+        action="store_true",
+        default=None,
+        help="drop a workspace whose links resolve into a hidden folder, dot-free link or not",
     )
     return parser
 
@@ -258,6 +276,14 @@ def parse_options(
         quota=quota,
         # As spelled (PWD, when it names the working folder): agy tests the spelling (§9).
         workspace=cwd if cwd is not None else spelled_cwd(environ),
+        refuses_unknown_conversation=bool(
+            args.sim_refuse_unknown_conversation
+            or environ.get("AGY_SIM_REFUSE_UNKNOWN_CONVERSATION", "").lower() in TRUTHY
+        ),
+        resolves_links=bool(
+            args.sim_resolve_workspace_links
+            or environ.get("AGY_SIM_RESOLVE_WORKSPACE_LINKS", "").lower() in TRUTHY
+        ),
     )
 
 

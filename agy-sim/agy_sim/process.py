@@ -114,7 +114,10 @@ class SimProcess:
     def _find_workspace(self) -> Workspace:
         """Where agy works: a workspace in a hidden folder is dropped for agy's scratch
         folder, with agy's line in the log (docs/wire.md §9)."""
-        self._where = find_workspace(self.options.workspace, self.options.gemini_dir)
+        options = self.options
+        self._where = find_workspace(
+            options.workspace, options.gemini_dir, resolve_links=options.resolves_links
+        )
         if self._where.dropped:
             _log.warning(self._where.dropped)
         return self._where
@@ -190,6 +193,8 @@ class SimProcess:
             )
         where = self._find_workspace()
         engine = SimEngine(self._engine_settings(), workspace=where.folder)
+        if await self._refused_resume(engine):
+            return 1
         gemini = GeminiDir.read(options.gemini_dir, options.workspace, os.environ)
         if options.signed_out or not gemini.signed_in:
             _log.warning(NOT_SIGNED_IN_LINE)
@@ -248,6 +253,15 @@ class SimProcess:
             await engine.aclose()
             _log.info("agy-sim stopped")
         return status
+
+    async def _refused_resume(self, engine: SimEngine) -> bool:
+        """--sim-refuse-unknown-conversation: an id it does not keep ends it (closed)."""
+        options = self.options
+        if not options.conversation or engine.resumed or not options.refuses_unknown_conversation:
+            return False
+        _log.error("conversation %s not found", options.conversation)  # the words: a guess
+        await engine.aclose()
+        return True
 
     async def _serve(self, server: RestartableServer, source: FaultSource, tui: Tui) -> int:
         """Serve, restarting when asked, until told to stop (0) or the server fails (1)."""

@@ -9,6 +9,9 @@
   project resource folder … is hidden: ignore uri`` and work in its scratch folder instead:
   ``<gemini_dir>/antigravity-cli/scratch`` (**guess**: the reports name ``~/.gemini``'s,
   i.e. the default gemini dir's; the words around the path in the line are a guess too).
+  With ``--sim-resolve-workspace-links`` the test is on the folder with its links resolved,
+  so a dot-free link into a hidden folder is dropped too (no agy is known to; a switch to
+  show what the plugin then says).
 - **Trust is per exact spelling**: ``trustedWorkspaces`` is compared with that spelling, not
   with the folder it names (``gemini.GeminiDir``).
 - **A trusted workspace brings MCP servers of its own**: ``.agents/mcp_config.json`` in the
@@ -64,9 +67,14 @@ def spelled_cwd(environ: Mapping[str, str]) -> Path:
     return Path.cwd()
 
 
-def find_workspace(spelled: Path, gemini_dir: Path) -> Workspace:
-    """Where agy works when started in ``spelled``: there, or its scratch folder if hidden."""
-    if "/." not in os.path.normpath(spelled):
+def find_workspace(spelled: Path, gemini_dir: Path, *, resolve_links: bool = False) -> Workspace:
+    """Where agy works when started in ``spelled``: there, or its scratch folder if hidden.
+
+    ``resolve_links`` (``--sim-resolve-workspace-links``): the test reads the folder with its
+    links resolved, so a dot-free link into a hidden folder is dropped as well — an agy that
+    did so would defeat the plugin's link; whether any does is not known (§9)."""
+    tested = os.path.realpath(spelled) if resolve_links else os.path.normpath(spelled)
+    if "/." not in tested:
         return Workspace(spelled, spelled)
     scratch = gemini_dir / SCRATCH
     scratch.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -217,6 +217,12 @@ AGY_WORKSPACE_HIDDEN = FailureKind(
     "link to it: set TMPDIR for `omnigent host` to a private folder of yours (mode 0700) "
     f"whose path has no '/.'; then run {_DOCTOR}.",
 )
+AGY_WORKSPACE_IGNORED = FailureKind(
+    "agy_workspace_ignored",
+    "agy ignored this workspace",
+    "Open the session on a folder whose path has no folder starting with a dot in it; "
+    f"then run {_DOCTOR}.",
+)
 AGY_TRUST_FILE_INVALID = FailureKind(
     "agy_trust_file_invalid",
     "omnigent-agy cannot read the folders you trusted",
@@ -292,6 +298,7 @@ CATALOGUE: tuple[FailureKind, ...] = (
     AGY_WORKSPACE_UNTRUSTED,
     AGY_WORKSPACE_NOT_TRUSTED,
     AGY_WORKSPACE_HIDDEN,
+    AGY_WORKSPACE_IGNORED,
     AGY_TRUST_FILE_INVALID,
     AGY_CONVERSATIONS_UNREADABLE,
     AGY_CONVERSATION_UNKNOWN,

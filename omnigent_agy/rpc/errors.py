@@ -40,6 +40,7 @@ module that defines it (under ``omnigent_agy``; ``adapter`` is ``omnigent.commun
     │   └── RecordingLeakError        probe.recording
     ├── SessionError                  session.binding
     │   └── PreflightError            session.binding
+    ├── WorkspaceIgnoredError         session.workspace_check
     ├── MessageError                  session.messages        also a ValueError
     └── ContributionError             adapter.plugin
 

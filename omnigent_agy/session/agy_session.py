@@ -53,12 +53,13 @@ from omnigent_agy.session.binding import (
 )
 from omnigent_agy.session.context_meter import with_context_used
 from omnigent_agy.session.held import BridgeFailed, leftovers, open_gates
+from omnigent_agy.session.history import Carried
 from omnigent_agy.session.model_choice import ModelChooser
 from omnigent_agy.session.quota_turn import explain_quota
 from omnigent_agy.session.send import cascade_summary, send_once, step_count
 from omnigent_agy.session.shown import ShownLedger
 from omnigent_agy.session.subagents import child_tool_calls
-from omnigent_agy.session.turns import AgyRestarted, Turn, TurnEvent
+from omnigent_agy.session.turns import AgyRestarted, ConversationLost, Turn, TurnEvent
 from omnigent_agy.session.workspace_gate import admit, person_view
 
 __all__ = ["AgySession", "PreflightError", "SessionError", "SessionSettings"]
@@ -138,9 +139,9 @@ class AgySession:
         return await self._binding.ensure_started()
 
     async def _stop_untrusted(self) -> None:
-        """The person answered "No, exit" where this conversation's agy runs: it stops."""
-        if self._binding.agy is not None:
-            await self._binding.close(stop_agy=True)
+        """The person answered "No, exit": every agy of this conversation stops, an earlier
+        harness process's too, with the workspace's servers it started."""
+        await self._binding.stop_every_agy("the person answered No, exit on the trust card")
 
     async def close(self, *, stop_agy: bool | None = None) -> None:
         """Stop the reader and, unless configured to keep it, agy itself."""
@@ -189,6 +190,12 @@ class AgySession:
         if agy.resumed_after is not None and agy.cascade_id is not None:
             yield AgyRestarted(agy.cascade_id, agy.resumed_after)
             agy.resumed_after = None
+        lost, self._binding.lost = self._binding.lost, None
+        if lost is not None and agy.cascade_id is not None:
+            # The person was told this message goes on from that conversation: it cannot.
+            carried = turn.carry_anew() if turn.carry_anew is not None else Carried(turn.text)
+            turn.text = carried.prompt
+            yield ConversationLost(lost[0], agy.cascade_id, lost[1], carried.messages)
         catalog = await self.catalog()
         resolved = self._models.choose(catalog, turn.model, turn.effort, agy_pid=agy.pid)
         await self._binding.follow_clear()

@@ -37,7 +37,6 @@ from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.agy.launcher import AgyLaunchSpec, reattach
 from omnigent_agy.agy.process import AgyProcess
-from omnigent_agy.agy.running import recorded, stop_running
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost, process_running
 from omnigent_agy.agy.trust import WorkspaceTrust
@@ -56,6 +55,8 @@ from omnigent_agy.rpc.pinning import Pin
 from omnigent_agy.rpc.whereabouts import Whereabouts
 from omnigent_agy.session.cold_start import launch_checked
 from omnigent_agy.session.home import AgyHome
+from omnigent_agy.session.stopping import stop_every_agy, stop_for_sign_in
+from omnigent_agy.session.workspace_check import check_workspace
 from omnigent_agy.session.workspace_gate import WorkspaceGate
 
 __all__ = ["AgyBinding", "PreflightError", "SessionError", "SessionSettings", "untouched"]
@@ -152,6 +153,8 @@ class AgyBinding:
         self._client: FollowingClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._catalog: ModelCatalog | None = None
+        self.lost: tuple[str, str] | None = None
+        """The conversation agy would not go on with and why, until the session says so."""
 
     @property
     def agy(self) -> AgyProcess | None:
@@ -193,8 +196,10 @@ class AgyBinding:
             env=dict(self.settings.env),
             ready_timeout=self.settings.ready_timeout,
         )
-        if sign_in_changed and await asyncio.to_thread(_stop_for_sign_in, self.state.path):
+        if sign_in_changed and await asyncio.to_thread(stop_for_sign_in, self.state.path):
             _logger.info("the person's sign-in changed: agy starts again with it")
+        record = await asyncio.to_thread(self.state.read_record)
+        wanted = None if record is None else record.cascade_id  # what agy is to go on with
         agy = await reattach(self._terminals, self.state)
         launched = agy is None
         if agy is None:
@@ -215,6 +220,10 @@ class AgyBinding:
             if agy.resumed_after is not None and agy.cascade_id is not None:
                 _logger.warning("agy could not resume conversation %s", agy.cascade_id)
                 agy.resumed_after += f"; conversation {agy.cascade_id} could not be resumed"
+            if wanted is not None:
+                # No cascade at all: the launcher's agy would not even start on it.
+                why = "agy did not know it" if agy.cascade_id else "agy would not start on it"
+                self.lost = (wanted, why)
             tui = await self._tui_cascade(client) if launched else None
             if tui is not None:
                 # The conversation agy's TUI shows: a person attached to the tmux session
@@ -226,6 +235,10 @@ class AgyBinding:
             fresh_cascade = True
         assert agy.cascade_id is not None
         assert self._whereabouts is not None
+        ignored = await check_workspace(client, agy.cascade_id, agy.log_file, where)
+        if ignored is not None:
+            await self.stop_every_agy("agy ignored its workspace")
+            raise ignored
         self._reader = CascadeReader(
             whereabouts=self._whereabouts,
             sink=self._sink,
@@ -280,6 +293,14 @@ class AgyBinding:
             await self._agy.stop()
         self._agy = None
         await self.home.aclose()
+
+    async def stop_every_agy(self, reason: str) -> None:
+        """Stop every agy of this conversation, an earlier harness process's too, with what it
+        started (`stopping.stop_every_agy`); the record is kept, marked stopped."""
+        bound = self._agy
+        await self.close(stop_agy=False)
+        conversation = self.settings.conversation_id
+        await stop_every_agy(self._terminals, self.state.path, conversation, bound, reason)
 
     async def catalog(self) -> ModelCatalog:
         """agy's models (GetAvailableModels, once per session; never hard-coded,
@@ -377,12 +398,3 @@ class AgyBinding:
         reader, self._reader = self._reader, None
         if reader is not None:
             await asyncio.to_thread(reader.stop)
-
-
-def _stop_for_sign_in(state_dir: Path) -> bool:
-    """Stop the conversation's agy, its record kept: the turn starts it again on the same
-    conversation (``launcher.ensure_agy``). False when none ran."""
-    running = recorded(state_dir)
-    if running is None or not running.alive:
-        return False
-    return stop_running(running, "the person's sign-in changed")

@@ -75,12 +75,19 @@ def earlier_messages(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, s
 
 
 def carry_history(
-    state: SessionStateDir, messages: Sequence[Mapping[str, Any]], prompt: str
+    state: SessionStateDir,
+    messages: Sequence[Mapping[str, Any]],
+    prompt: str,
+    *,
+    anew: bool = False,
 ) -> Carried:
     """`prompt`, with the conversation's earlier messages ahead of it when agy has never had
-    this conversation (see the module's docstring); marks them pending."""
+    this conversation (see the module's docstring); marks them pending.
+
+    `anew`: agy's conversation had to begin anew (agy would not go on with the one recorded),
+    so whatever was carried or kept by agy before is not in it: they are carried again."""
     status = _status(state)
-    if status == _DELIVERED or (status is None and state.read_record() is not None):
+    if not anew and (status == _DELIVERED or (status is None and state.read_record() is not None)):
         return Carried(prompt)
     earlier = earlier_messages(messages)
     if not earlier:
@@ -88,8 +95,8 @@ def carry_history(
     block = _block(earlier, state.path)
     _write_status(state, _PENDING)
     _logger.info(
-        "carrying %d earlier messages of this conversation to agy once (a fork, an import or "
-        "a conversation whose agy state is gone)",
+        "carrying %d earlier messages of this conversation to agy once (a fork, an import, "
+        "a conversation whose agy state is gone or one agy would not go on with)",
         len(earlier),
     )
     return Carried(f"{block}\n\n{prompt}", len(earlier))

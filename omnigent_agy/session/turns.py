@@ -9,7 +9,7 @@ reported an error it did not recover from).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from omnigent_agy.reading.events import (
 from omnigent_agy.reading.reader import ConversationRotated, TurnEnded
 from omnigent_agy.reading.steps import ModelUsage
 from omnigent_agy.relay.channel import ToolRunner
+from omnigent_agy.session.history import Carried
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,22 @@ class AgyRestarted:
     """Why the earlier agy ended (e.g. the sweep's "idle 4h02m (limit 4h)")."""
 
 
-type TurnEvent = Event | TurnResult | ConversationRotated | AgyRestarted
+@dataclass(frozen=True, slots=True)
+class ConversationLost:
+    """agy would not go on with the conversation recorded for this one (its `--conversation`
+    resume refused, or an id it did not know) and a new agy conversation began for this turn.
+    A host says so on the turn: the person was told their next message goes on from it."""
+
+    lost_cascade_id: str
+    cascade_id: str
+    """The new conversation agy is on now."""
+    why: str
+    carried: int
+    """How many of the conversation's earlier messages were carried to the new one (0: none,
+    agy starts from this message alone)."""
+
+
+type TurnEvent = Event | TurnResult | ConversationRotated | AgyRestarted | ConversationLost
 
 
 @dataclass(slots=True)
@@ -138,6 +154,10 @@ class Turn:
     instructions: str | None = None
     tools: Sequence[Mapping[str, Any]] = ()
     tool_runner: ToolRunner | None = None
+    carry_anew: Callable[[], Carried] | None = None
+    """What to send instead when agy's conversation begins anew for this turn
+    (`ConversationLost`): `text` with the conversation's earlier messages carried
+    (session/history.py); None: `text` as it is."""
     plan_model: str | None = field(default=None, init=False)
     """The model enum the turn runs on, once chosen (`model_choice`)."""
     running: bool = field(default=False, init=False)

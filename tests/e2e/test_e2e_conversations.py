@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from waiting import wait_until
 
 from agy_sim.stack.local_stack import LocalStack
 from omnigent_agy.agy.conversations import read_conversations
+from omnigent_agy.agy.statedir import SessionStateDir
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux, pytest.mark.browser]
 
@@ -51,11 +53,11 @@ def omnigent_agy(stack: LocalStack, *args: str) -> subprocess.CompletedProcess[s
 
 
 @pytest.fixture
-def person_trusts(stack: LocalStack) -> Iterator[Path]:
+def person_trusts(stack: LocalStack, request: pytest.FixtureRequest) -> Iterator[Path]:
     """A project the person used agy in: their own agy settings trust it (they answered agy's
     dialog there) and the survey is off; the settings file is put back afterwards."""
-    folder = stack.root / "terminal-project"
-    folder.mkdir()
+    folder = stack.root / "terminal-project" / request.node.name
+    folder.mkdir(parents=True)
     (folder / "README.md").write_text("# started in a terminal\n")
     settings = person_gemini(stack) / "antigravity-cli" / "settings.json"
     kept = settings.read_text() if settings.exists() else None
@@ -149,3 +151,51 @@ def test_a_terminal_conversation_goes_on_in_the_browser(
     # The person's own agy and its store are untouched: another agy never wrote there.
     assert tree_digest(store) == before
     assert terminal.pid != record.pid
+
+
+@pytest.mark.timeout(480)
+def test_a_conversation_agy_no_longer_knows_is_said_in_the_browser(
+    screen: Screen,  # noqa: F811 - test_browser's fixture, imported above
+    stack: LocalStack,
+    sims: SimLauncher,
+    person_trusts: Path,
+) -> None:
+    """The session's copy of the conversation is gone before its first message (agy then
+    starts without it): the answer begins with a note saying so and what agy has instead."""
+    gemini = person_gemini(stack)
+    earlier = {c.conversation_id for c in read_conversations(gemini).conversations}
+    terminal = sims.launch(*FAST, "--gemini_dir", str(gemini), workspace=person_trusts)
+    terminal.type(FIRST)
+    terminal.wait_screen(f"You said: {FIRST}", timeout=60)
+    (conversation,) = wait_until(
+        lambda: [
+            c for c in read_conversations(gemini).conversations if c.conversation_id not in earlier
+        ],
+        timeout=30,
+        what="agy's list to name the new conversation",
+    )
+    cid = conversation.conversation_id
+    host = stack.wait_ready(stack.main)
+    opened = omnigent_agy(
+        stack, "conversations", "open", cid[:8], "--server", stack.url, "--host", host
+    )
+    assert opened.returncode == 0, opened.stderr
+    url = re.search(rf"{re.escape(stack.url)}/c/(\S+)", opened.stdout)
+    assert url is not None, opened.stdout
+    copy = SessionStateDir.open(url.group(1), base=stack.main.state_dir).gemini_dir
+    gone = [entry for entry in (copy / "antigravity-cli").rglob(f"*{cid}*") if entry.is_dir()]
+    assert gone, "the session holds no copy of the conversation"
+    for entry in gone:
+        shutil.rmtree(entry)
+
+    page = screen.page
+    page.goto(url.group(0))
+    screen.shows(re.compile("your next message here goes on from it"))
+    box = page.get_by_placeholder(re.compile("Send a message"))
+    box.fill("Where were we?")
+    box.press("Enter")
+    screen.shows("A new agy conversation began.")
+    screen.shows(re.compile(f"could not go on from its conversation {re.escape(cid)}"))
+    screen.shows("omnigent carried this session's 1 earlier message to it")
+    screen.shows("You said:")  # agy's own answer, after the note
+    screen.shot("resume-refused")

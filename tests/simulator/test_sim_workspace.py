@@ -80,6 +80,21 @@ def test_a_dot_free_link_to_it_works(sims: SimLauncher, tmp_path: Path) -> None:
     sim.wait_screen(f"{link}\n")  # agy's working folder is the link as spelled
 
 
+def test_an_agy_that_resolves_links_drops_the_link_too(sims: SimLauncher, tmp_path: Path) -> None:
+    """--sim-resolve-workspace-links: an agy testing the folder behind the link (none is
+    known to) drops it as it drops the hidden folder, naming the link it was given."""
+    worktree = repository(tmp_path / "repo" / ".worktrees" / "feature")
+    link = tmp_path / "links" / "feature"
+    link.parent.mkdir()
+    link.symlink_to(worktree, target_is_directory=True)
+    sim = sims.launch(*FAST, "--sim-resolve-workspace-links", workspace=link)
+    touched(sim, "made-by-agy.txt")
+    assert (sim.gemini_dir / "antigravity-cli" / "scratch" / "made-by-agy.txt").is_file()
+    assert not (worktree / "made-by-agy.txt").exists()
+    assert f"failed to add project resource folder {link.as_uri()}" in sim.log_text()
+    assert HIDDEN_LINE in sim.log_text()
+
+
 # -- trust, per exact spelling ------------------------------------------------------------------
 
 
