@@ -104,7 +104,22 @@ MCP_PREVIEW: Final = (
 _CHOICE_KEY: Final = "answer"  # the REPL's field of a choice asked as a form
 _CHOICE_ID: Final = "choice"  # the web's field of that form
 _SCOPE_MAX: Final = 60  # longer scopes in a phase end in a digest, so two never share one
-_NUMBERS: Final = re.compile(r"^\d+(?:\s*[,\s]\s*\d+)*$")
+# Only ASCII digits make a number: `\d` and `str.isdigit` also take "٣", a fullwidth 3 and "²", and
+# `int` refuses the last. Such a line is a number the person meant but the plugin cannot read.
+_NUMBERS: Final = re.compile(r"^[0-9]+(?:\s*[,\s]\s*[0-9]+)*$")
+
+
+def _choice_number(text: str, count: int) -> int | None:
+    """`text` as a choice's number from 1 to `count`: ASCII digits only."""
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= count:
+        return int(text)
+    return None
+
+
+def _numeric(text: str) -> bool:
+    """Numbers meant, not in ASCII digits ("²", "٣", fullwidth, "½"): never the person's words."""
+    chars = [char for char in text if not (char.isspace() or char == ",")]
+    return bool(chars) and all(char.isnumeric() for char in chars)
 
 
 def markup_safe(text: str) -> str:
@@ -176,9 +191,8 @@ def choice_form_answer(content: Mapping[str, object], options: Sequence[str]) ->
     text = value.strip() if isinstance(value, str) else ""
     if text in options:
         return text
-    if text.isdigit() and 1 <= int(text) <= len(options):
-        return options[int(text) - 1]
-    return None
+    number = _choice_number(text, len(options))
+    return None if number is None else options[number - 1]
 
 
 # --- questions as fields the REPL asks for ---------------------------------------------------
@@ -232,8 +246,9 @@ def terminal_content(content: Mapping[str, object], keys: Sequence[str]) -> bool
 
 def terminal_answer(question: Question, value: object) -> QuestionAnswer:
     """A line typed in the REPL as the answer: an option's exact text; option numbers (by
-    position, separated by commas or spaces); option texts separated by commas; else the
-    person's own words. An empty or non-text value is no answer (the bridge asks again)."""
+    position, in ASCII digits, separated by commas or spaces); option texts separated by
+    commas; else the person's own words. An empty or non-text value is no answer, and numbers
+    in other digits no option (the bridge asks again, saying which numbers to type)."""
     text = value.strip() if isinstance(value, str) else ""
     if not text:
         return QuestionAnswer()
@@ -247,6 +262,10 @@ def terminal_answer(question: Question, value: object) -> QuestionAnswer:
         # A number beyond the options goes to agy's checks as is: the bridge refuses it,
         # naming the valid options, and asks again.
         return QuestionAnswer(selected=tuple(_option_id(question, n) for n in numbers))
+    if question.options and _numeric(text):
+        # Refused by the bridge like a number beyond the options: asked again, with the
+        # numbers to type.
+        return QuestionAnswer(selected=(text,))
     parts = [part.strip() for part in text.split(",")]
     if len(parts) > 1 and all(part in ids_by_text for part in parts):
         return QuestionAnswer(selected=tuple(dict.fromkeys(ids_by_text[p] for p in parts)))

@@ -161,7 +161,9 @@ def _problem_with(
     offered = {option.id for option in question.options}
     unknown = [choice for choice in answer.selected if choice not in offered]
     if unknown:
-        return f"has no option {', '.join(map(repr, unknown))}; {valid}"
+        count = len(question.options)
+        how = f"type a number from 1 to {count}" if count > 1 else "type 1"
+        return f"has no option {', '.join(map(repr, unknown))}: {how}; {valid}"
     if len(set(answer.selected)) != len(answer.selected):
         return f"got the same option twice; {valid}"
     if len(answer.selected) > 1 and not question.multi_select:

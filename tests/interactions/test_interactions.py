@@ -857,7 +857,7 @@ FORM = QuestionForm("c", (COLOR, CHECKS))
         ),
         pytest.param(
             answers(pick("3"), pick("1")),
-            "has no option '3'; valid options: 1 (Red), 2 (Blue)",
+            "has no option '3': type a number from 1 to 2; valid options: 1 (Red), 2 (Blue)",
             id="unknown",
         ),
         pytest.param(
