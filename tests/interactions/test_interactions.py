@@ -548,6 +548,42 @@ def test_an_invalid_option_is_refused_with_the_valid_ones_named_then_asked_again
     assert only["askQuestion"]["responses"][0]["selectedOptionIds"] == ["3"]
 
 
+# What a person could type: shell and tmux syntax, quotes, a newline, control characters, a
+# right-to-left override, 4 KB of it: agy gets it exactly, nothing runs.
+HOSTILE_WRITE_IN = (
+    "core_$(touch pwned)_`id`_#(touch pwned)_#{pane_id}; 'q' \"q\"\n"
+    "second line\t\u202eevil\x1b[2J\x00 " + "x" * 4096
+)
+
+
+def test_a_typed_answer_reaches_agy_exactly_and_half_a_surrogate_is_asked_again(
+    sim: Sim,
+) -> None:
+    person = Person(
+        answers=[answers(pick(write_in="core\ud800")), answers(pick(write_in=HOSTILE_WRITE_IN))]
+    )
+
+    async def main() -> tuple[Any, ...]:
+        async with Turn(sim, person) as turn:
+            await turn.send("write-in please")
+            outcomes = await turn.finish()
+            return outcomes, await turn.delivered()
+
+    outcomes, delivered = run(main)
+    assert outcomes[0].status is OutcomeStatus.ANSWERED
+    first, second = person.forms
+    assert first.error is None
+    assert second.error is not None
+    assert "not text (U+D800): type it again" in second.error
+    [only] = delivered
+    [answer] = only["askQuestion"]["responses"]
+    assert answer == {
+        "question": "What should the new module be called?",
+        "writeInResponse": HOSTILE_WRITE_IN,
+    }
+    assert not list(sim.workspace.rglob("pwned"))
+
+
 def test_a_dismissed_question_is_cancelled_on_the_wire(sim: Sim) -> None:
     person = Person(answers=[None])
     outcomes, requests, steps, replies = one_turn(sim, person, "ask me a question")
