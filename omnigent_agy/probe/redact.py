@@ -56,6 +56,8 @@ _PATH = re.compile(
 )
 _ENUM = re.compile(r"^[A-Z][A-Z0-9_]+$")
 _KEEP_IN_ACCOUNT = frozenset({"planName", "window"})
+# What every encoded form of a character but its case holds (see `written`).
+_ENCODED = re.compile(r"[%\\&+]")
 _SHORT_ESCAPES = {"\n": "n", "\r": "r", "\t": "t", "\b": "b", "\f": "f", "\0": "0"}
 _SHORTEST_BASE64 = 6  # a shorter value's base64 is a few letters any text may hold
 
@@ -72,16 +74,19 @@ class Redactor:
     names: tuple[str, ...] = ()
     """The person's user and host names: replaced as whole words."""
     _names: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _plain_names: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _secrets: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _plain_secrets: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        patterns = tuple(
-            re.compile(rf"(?<![\w-]){written(name)}(?![\w-])", re.IGNORECASE)
-            for name in self.names
-            if len(name) >= 3
-        )
-        object.__setattr__(self, "_names", patterns)
+        names = [name for name in self.names if len(name) >= 3]
+        for field_name, form in (("_names", written), ("_plain_names", re.escape)):
+            patterns = tuple(
+                re.compile(rf"(?<![\w-]){form(name)}(?![\w-])", re.IGNORECASE) for name in names
+            )
+            object.__setattr__(self, field_name, patterns)
         object.__setattr__(self, "_secrets", secret_patterns(self.secrets))
+        object.__setattr__(self, "_plain_secrets", secret_patterns(self.secrets, plain=True))
 
     def value(self, value: object) -> object:
         """A JSON value with every secret, account detail and foreign path replaced."""
@@ -103,13 +108,16 @@ class Redactor:
         text = _OAUTH.sub(REDACTED, text)
         text = _EMAIL.sub("<e-mail>", text)
         text = _PATH.sub(self._path, text)
-        for pattern in self._names:
+        for pattern in self._names if _ENCODED.search(text) else self._plain_names:
             text = pattern.sub("<name>", text)
         return text
 
     def hide(self, text: str) -> str:
         """`text` with only the known secrets replaced, in whatever form they were written."""
-        for pattern in self._secrets:
+        # Without a %, \\, & or + no encoded form can be there: the case-blind literal is
+        # several times faster than the pattern of every character's forms.
+        patterns = self._secrets if _ENCODED.search(text) else self._plain_secrets
+        for pattern in patterns:
             text = pattern.sub(REDACTED, text)
         return text
 
@@ -185,11 +193,13 @@ def base64_forms(value: str) -> list[str]:
     return [form for form in dict.fromkeys(forms) if len(form) >= _SHORTEST_BASE64]
 
 
-def secret_patterns(secrets: Iterable[str]) -> tuple[re.Pattern[str], ...]:
-    """Patterns finding each secret in any of its forms (`written`, `base64_forms`)."""
+def secret_patterns(secrets: Iterable[str], *, plain: bool = False) -> tuple[re.Pattern[str], ...]:
+    """Patterns finding each secret in any of its forms (`written`, `base64_forms`); `plain`:
+    only in any case and in base64, for a text with nothing encoded in it."""
     patterns: list[re.Pattern[str]] = []
     for secret in dict.fromkeys(s for s in secrets if s):
-        patterns.append(re.compile(written(secret), re.IGNORECASE))
+        shown = re.escape(secret) if plain else written(secret)
+        patterns.append(re.compile(shown, re.IGNORECASE))
         if len(secret) >= _SHORTEST_BASE64:
             # Case matters in base64: another case is another value.
             forms = sorted(base64_forms(secret), key=len, reverse=True)
