@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -64,6 +65,7 @@ from omnigent_agy.reading.steps import (
 )
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient
+from omnigent_agy.rpc.wire import encode_envelope
 
 pytestmark = pytest.mark.tmux
 
@@ -927,6 +929,17 @@ def test_question_payload_sends_ids_write_ins_and_skips() -> None:
             {"question": "Which checks?", "skipped": True},
         ]
     }
+
+
+def test_an_mcp_form_typed_with_half_a_surrogate_pair_can_still_be_sent() -> None:
+    typed = {"repo": "a/b\ud800", "note": "é $(id) \x1b[2J"}
+    payload = elicitation_payload(ElicitationAnswer(ElicitationAction.ACCEPT, typed))
+    envelope = encode_envelope({"elicitation": payload})  # the wire's own encoder
+    sent = json.loads(envelope[5:].decode("utf-8"))["elicitation"]["contentJson"]
+    assert json.loads(sent) == typed
+    # Text without one goes as it is (readable in agy's log).
+    plain = elicitation_payload(ElicitationAnswer(ElicitationAction.ACCEPT, {"n": "é"}))
+    assert plain["contentJson"] == '{"n": "é"}'
 
 
 def test_elicitation_payloads_carry_content_only_when_accepted() -> None:
