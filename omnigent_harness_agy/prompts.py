@@ -152,7 +152,8 @@ class OmnigentPrompts:
             _logger.warning("the permission card answered %r, which it did not offer", chosen)
             message = with_notes(
                 permission_message(card, harness_label=self._label),
-                f"That answer was not one of the buttons; choose one of: {', '.join(labels)}.",
+                f"That answer was not one of the choices: type a number from 1 to "
+                f"{len(labels)}, or choose one of: {', '.join(labels)}.",
             )
         return None
 

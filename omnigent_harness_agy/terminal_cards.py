@@ -30,7 +30,8 @@ multi-select), or the person's own words. The web ignores that schema: it render
 answers another, and on a permission or a question it only skips the y/a/n step next time (the
 number is always asked); a folder's trust card keeps "Yes" first (``y`` trusts it) and has a
 phase per folder. agy's text in a message, phase or preview is escaped for Rich (the web then
-shows a backslash before a bracket that reads as a tag, and nothing else), and the preview,
+shows a backslash before a bracket that reads as a tag, and a backslash doubled where it ends
+the text or stands before such a bracket, nothing else), and the preview,
 which the web does not show on these cards, says what y, a and n do.
 """
 
@@ -43,7 +44,6 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from omnigent.server.schemas import ElicitationRequestParams
-from rich.markup import escape
 
 from omnigent_agy.interactions.prompts import (
     ElicitationCard,
@@ -73,6 +73,7 @@ __all__ = [
     "terminal_keys",
     "terminal_schema",
     "trust_phase",
+    "visible",
 ]
 
 # What the REPL's accept sends for a choice card (its enum's first value); the web leaves an
@@ -104,12 +105,56 @@ MCP_PREVIEW: Final = (
 _CHOICE_KEY: Final = "answer"  # the REPL's field of a choice asked as a form
 _CHOICE_ID: Final = "choice"  # the web's field of that form
 _SCOPE_MAX: Final = 60  # longer scopes in a phase end in a digest, so two never share one
-_NUMBERS: Final = re.compile(r"^\d+(?:\s*[,\s]\s*\d+)*$")
+# Only ASCII digits make a number: `\d` and `str.isdigit` also take "٣", a fullwidth 3 and "²", and
+# `int` refuses the last. Such a line is a number the person meant but the plugin cannot read.
+# What Rich's markup parser reads as a tag (`rich.markup.RE_TAGS`), with the backslashes before
+# it, or the backslashes that end a text.
+_TAG_OR_END: Final = re.compile(r"(\\*)(\[[a-z#/@][^[]*?]|\Z)")
+# C0 controls but tab and newline, DEL, C1 controls, and the marks and overrides that
+# reorder text (a card must read as it is).
+_INVISIBLE: Final = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+_NUMBERS: Final = re.compile(r"^[0-9]+(?:\s*[,\s]\s*[0-9]+)*$")
+
+
+def _choice_number(text: str, count: int) -> int | None:
+    """`text` as a choice's number from 1 to `count`: ASCII digits only."""
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= count:
+        return int(text)
+    return None
+
+
+def _numeric(text: str) -> bool:
+    """Numbers meant, not in ASCII digits ("²", "٣", fullwidth, "½"): never the person's words."""
+    chars = [char for char in text if not (char.isspace() or char == ",")]
+    return bool(chars) and all(char.isnumeric() for char in chars)
+
+
+def visible(text: str) -> str:
+    """`text` with what a terminal would act on or what reorders text shown as its escape
+    (``\\x1b``, ``\\u202e``); a CRLF is a newline. Rich prints an ESC as it is, so agy's
+    text could otherwise clear the person's screen, retitle it or write their clipboard."""
+    return _INVISIBLE.sub(_escape_code, text.replace("\r\n", "\n"))
+
+
+def _escape_code(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def markup_safe(text: str) -> str:
-    """`text` as the REPL's Rich markup shows it verbatim: brackets that read as a tag escaped."""
-    return escape(text)
+    """`text` as the REPL's Rich markup shows it verbatim, inside the REPL's own tags
+    ("[muted]reason: <text>[/muted]"): `visible`, then a bracket that reads as a tag escaped,
+    and every backslash just before one, or at the end (where the REPL's closing tag
+    follows), doubled. Rich's own `escape` doubles a lone trailing backslash only, so
+    "x\\\\" lost one."""
+    return _TAG_OR_END.sub(_escaped, visible(text))
+
+
+def _escaped(match: re.Match[str]) -> str:
+    backslashes, tag = match.groups()
+    return backslashes * 2 + (f"\\{tag}" if tag else "")
 
 
 def _scoped(prefix: str, scope: str) -> str:
@@ -149,7 +194,7 @@ def choice_form_params(
             "requestedSchema": {
                 "type": "object",
                 # The field says it all again: after an `a` the REPL shows no "reason" line.
-                "properties": {_CHOICE_KEY: {"type": "string", "description": asked}},
+                "properties": {_CHOICE_KEY: {"type": "string", "description": visible(asked)}},
                 "required": [_CHOICE_KEY],
             },
             "phase": phase,
@@ -176,9 +221,8 @@ def choice_form_answer(content: Mapping[str, object], options: Sequence[str]) ->
     text = value.strip() if isinstance(value, str) else ""
     if text in options:
         return text
-    if text.isdigit() and 1 <= int(text) <= len(options):
-        return options[int(text) - 1]
-    return None
+    number = _choice_number(text, len(options))
+    return None if number is None else options[number - 1]
 
 
 # --- questions as fields the REPL asks for ---------------------------------------------------
@@ -189,7 +233,7 @@ def terminal_keys(form: QuestionForm, taken: Sequence[str]) -> list[str]:
     fields), so an answer tells which of the two sent it."""
     keys: list[str] = []
     for number, question in enumerate(form.questions, start=1):
-        text = " ".join(question.text.split()) or "(no text)"
+        text = visible(" ".join(question.text.split())) or "(no text)"
         key = f"{number}. {text}"
         while key in taken or key in keys:
             key += " ·"
@@ -212,7 +256,8 @@ def terminal_fields(form: QuestionForm) -> list[dict[str, object]]:
         parts = [part for part in (options, how) if part]
         if index == 0:
             parts[:0] = [extra for extra in (form.error, form.note) if extra]
-        fields.append({"type": "string", "description": " — ".join(parts)})
+        # Printed as it is by the REPL (no markup): only what a terminal acts on is escaped.
+        fields.append({"type": "string", "description": visible(" — ".join(parts))})
     return fields
 
 
@@ -232,8 +277,9 @@ def terminal_content(content: Mapping[str, object], keys: Sequence[str]) -> bool
 
 def terminal_answer(question: Question, value: object) -> QuestionAnswer:
     """A line typed in the REPL as the answer: an option's exact text; option numbers (by
-    position, separated by commas or spaces); option texts separated by commas; else the
-    person's own words. An empty or non-text value is no answer (the bridge asks again)."""
+    position, in ASCII digits, separated by commas or spaces); option texts separated by
+    commas; else the person's own words. An empty or non-text value is no answer, and numbers
+    in other digits no option (the bridge asks again, saying which numbers to type)."""
     text = value.strip() if isinstance(value, str) else ""
     if not text:
         return QuestionAnswer()
@@ -247,6 +293,10 @@ def terminal_answer(question: Question, value: object) -> QuestionAnswer:
         # A number beyond the options goes to agy's checks as is: the bridge refuses it,
         # naming the valid options, and asks again.
         return QuestionAnswer(selected=tuple(_option_id(question, n) for n in numbers))
+    if question.options and _numeric(text):
+        # Refused by the bridge like a number beyond the options: asked again, with the
+        # numbers to type.
+        return QuestionAnswer(selected=(text,))
     parts = [part.strip() for part in text.split(",")]
     if len(parts) > 1 and all(part in ids_by_text for part in parts):
         return QuestionAnswer(selected=tuple(dict.fromkeys(ids_by_text[p] for p in parts)))

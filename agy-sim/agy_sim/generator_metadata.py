@@ -11,8 +11,11 @@ a fixed system prompt plus a quarter of the characters of every step before the 
 payload, not its metadata), never smaller than the previous call's. It is deliberately not
 the call's ``modelUsage.inputTokens`` (a different count: the prompt actually sent, which
 agy's caching shrinks), so a client that shows one for the other is caught. A CHECKPOINT's
-call (agy's summary, another model) carries usage but no estimate. **guess**: agy's own
-arithmetic is not known; that the estimate only grows is reported.
+call (agy's summary, another model) carries usage but no estimate. When agy compacts its
+context (a CHECKPOINT that is not only an intent, `turn.Turn.compact`), the summary stands in
+for everything before it: the next call counts the system prompt, the summary and what came
+after, so the estimate drops. **guess**: agy's own arithmetic is not known; that the estimate
+grows between compactions is reported.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ SYSTEM_PROMPT_TOKENS: Final = 2_400
 """What the simulator counts for agy's own instructions and tools before any step."""
 
 _PLANNER: Final = "CORTEX_STEP_TYPE_PLANNER_RESPONSE"
+_CHECKPOINT: Final = "CORTEX_STEP_TYPE_CHECKPOINT"
 _CHARS_PER_TOKEN: Final = 4
 
 
@@ -56,5 +60,18 @@ def generator_metadata(cascade: Cascade) -> dict[str, Any]:
             if metadata.get("executionId"):
                 entry["executionId"] = metadata["executionId"]
             entries.append(entry)
+        if _compacts(step):
+            chars, estimate = _payload_chars(step), 0
+            continue
         chars += _payload_chars(step)
     return {"generatorMetadata": entries} if entries else {}
+
+
+def _compacts(step: dict[str, Any]) -> bool:
+    """A CHECKPOINT that summarises the conversation for later calls, not only its intent."""
+    checkpoint = step.get("checkpoint")
+    return (
+        step.get("type") == _CHECKPOINT
+        and isinstance(checkpoint, dict)
+        and checkpoint.get("intentOnly") is False
+    )

@@ -372,3 +372,10 @@ async def recall(turn: TurnApi) -> None:
     earlier = turn.earlier_messages
     said = "\n".join(f"- {text}" for text in earlier)
     await turn.say(f"Earlier you said:\n{said}" if earlier else "You said nothing before this.")
+
+
+async def compact_context(turn: TurnApi) -> None:
+    """agy compacts its context, as it does when the window fills: a summary of the
+    conversation so far replaces it, and agy's estimate of the context in use drops."""
+    turn.compact()
+    await turn.say("I compacted our conversation: what came before is now a short summary.")

@@ -207,9 +207,16 @@ def system_step(
 
 
 def checkpoint_step(
-    ident: StepIdentity, ts: str, *, usage: Usage, user_requests: Sequence[str], included_end: int
+    ident: StepIdentity,
+    ts: str,
+    *,
+    usage: Usage,
+    user_requests: Sequence[str],
+    included_end: int,
+    summary: str | None = None,
 ) -> Step:
-    """The intent summary agy writes after the first turn (checkpoint.json), with its own usage."""
+    """The intent summary agy writes after the first turn (checkpoint.json), with its own usage;
+    with a `summary`, agy compacting its context (**guess**: ``intentOnly: false``, the summary)."""
     step = system_step(
         ident, ts, step_type="CORTEX_STEP_TYPE_CHECKPOINT", payload_key="checkpoint", payload={}
     )
@@ -224,6 +231,9 @@ def checkpoint_step(
         "renderLatestCheckpoint": True,
         "renderUserMessageStepIndex": "0",  # int64 → string, even zero here (as recorded)
     }
+    if summary is not None:
+        step["checkpoint"]["intentOnly"] = False
+        step["checkpoint"]["summary"] = summary
     return step
 
 

@@ -14,6 +14,7 @@ from agy_sim.scenarios import (
     MCP_CALL,
     approval_command,
     chained_command,
+    compact_context,
     large_answer,
     large_output,
     large_question,
@@ -49,6 +50,12 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger("rules", r"\byour (rules|instructions)\b", recite_rules, "recites GEMINI.md"),
     Trigger("recall", r"\bwhat did i (say|ask)\b", recall, "recites the earlier messages"),
     Trigger("model_error", r"model error", model_error, "an ERROR_MESSAGE step; the turn ends"),
+    Trigger(
+        "compact",
+        r"\bcompact (the |your )?(context|conversation)\b",
+        compact_context,
+        "a compaction CHECKPOINT; the context estimate drops",
+    ),
     Trigger("subagent", r"sub-?agent", subagent, "INVOKE_SUBAGENT + a child cascade"),
     Trigger(
         "slow_command",

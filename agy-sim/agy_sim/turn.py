@@ -20,7 +20,7 @@ from typing import Any
 from agy_sim import steps_factory as sf
 from agy_sim.carried import split_carried
 from agy_sim.cascade import Cascade
-from agy_sim.catalog import CatalogModel
+from agy_sim.catalog import CHECKPOINT_MODEL_ENUM, CatalogModel
 from agy_sim.tool_runs import ToolRuns
 from agy_sim.turn_api import (
     CommandOutcome,
@@ -134,7 +134,9 @@ class Turn:
         )
         return self._cascade.append(step, ts)
 
-    def add_checkpoint(self, checkpoint_model: str, user_requests: Sequence[str]) -> None:
+    def add_checkpoint(
+        self, checkpoint_model: str, user_requests: Sequence[str], *, summary: str | None = None
+    ) -> None:
         ts = self._env.now()
         ident = self._steps.ident(self._cascade.planner_invocations)
         usage = sf.Usage(
@@ -146,9 +148,20 @@ class Turn:
             session_id=self._env.session_id,
         )
         step = sf.checkpoint_step(
-            ident, ts, usage=usage, user_requests=user_requests, included_end=ident.step_index
+            ident,
+            ts,
+            usage=usage,
+            user_requests=user_requests,
+            included_end=ident.step_index,
+            summary=summary,
         )
         self._cascade.append(step, ts)
+
+    def compact(self) -> None:
+        """agy compacts its context: a summary of the conversation so far stands in for it."""
+        asked = [*self.earlier_messages, self.text]
+        summary = "The person asked, in order: " + "; ".join(asked)
+        self.add_checkpoint(CHECKPOINT_MODEL_ENUM, asked, summary=summary)
 
     def drain_steering(self) -> None:
         """NEXT_INVOCATION messages join the turn before the next model call (docs/wire.md §3)."""

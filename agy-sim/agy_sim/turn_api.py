@@ -118,6 +118,10 @@ class TurnApi(Protocol):
     async def mcp_tool(
         self, call: ToolCall, server: str, tool: str, arguments: dict[str, Any]
     ) -> McpOutcome: ...
+    def compact(self) -> None:
+        """agy compacts its context: a CHECKPOINT summarising the conversation so far, which
+        later model calls read instead of what it summarises."""
+        ...
 
 
 Script = Callable[[TurnApi], Awaitable[None]]

@@ -128,7 +128,7 @@ def read_conversations(gemini_dir: Path) -> StoredConversations:
     try:
         rows = _rows(path)
     except sqlite3.Error as exc:
-        raise _unreadable(path, str(exc)) from exc
+        raise _unreadable(path, exc) from exc
     found: list[ConversationSummary] = []
     bad = 0
     for row in rows:
@@ -209,13 +209,31 @@ def _rows(path: Path) -> list[tuple[object, ...]]:
         return list(db.execute(query))
 
 
-def _unreadable(path: Path, why: str) -> ConversationStoreError:
+def _unreadable(path: Path, exc: sqlite3.Error) -> ConversationStoreError:
+    if _busy(exc):
+        # agy holds its list while it writes it: nothing is wrong with the file, and moving
+        # it aside would lose agy's list of conversations.
+        return ConversationStoreError(
+            "agy's list of conversations is in use: agy is probably running and writing it",
+            path=path,
+            remediation="Try again in a moment; if it stays busy, close agy (its window, or "
+            "`omnigent-agy ps` to see which conversation's agy runs) and try again. Leave the "
+            "file where it is: it is agy's and is fine.",
+        )
     return ConversationStoreError(
-        f"agy's list of conversations cannot be read: {why}",
+        f"agy's list of conversations cannot be read: {exc}",
         path=path,
         remediation="It is agy's file and is never changed here: run `agy` once (it rewrites "
         "its list), or move the file aside if agy cannot read it either; then try again.",
     )
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """SQLite's "database is locked" (SQLITE_BUSY, SQLITE_LOCKED and their extended codes)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def _summary(row: tuple[object, ...]) -> ConversationSummary | None:
@@ -354,5 +372,5 @@ def _list_only(target_db: Path, source_db: Path, cid: str) -> None:
                 marks = ", ".join("?" * len(row))
                 copy.execute(f"INSERT INTO {_TABLE} VALUES ({marks})", row)  # noqa: S608
     except sqlite3.Error as exc:
-        raise _unreadable(source_db, str(exc)) from exc
+        raise _unreadable(source_db, exc) from exc
     os.chmod(target_db, _FILE_MODE)

@@ -45,23 +45,42 @@ def _chosen(
     return chosen
 
 
-def _remove(chosen: list[tuple[Conversation, str]], *, really: bool) -> int:
-    """Show or remove them; the bytes they took."""
+def _remove(chosen: list[tuple[Conversation, str]], *, really: bool) -> tuple[int, int]:
+    """Show or remove them; the bytes they took and how many removals failed."""
     from omnigent_agy.agy.retention import forget  # noqa: PLC0415 - as for ps
+    from omnigent_agy.rpc.errors import AgyError  # noqa: PLC0415
 
-    total = 0
+    total = failed = 0
     for state, reason in chosen:
         if not really:
             print(f"would remove {state.key}  {state.describe_disk()}  {reason}")
             total += state.disk
             continue
-        done = forget(state.path, reason)
+        try:
+            done = forget(state.path, reason)
+        except (OSError, AgyError) as exc:
+            # One folder that cannot go (its permissions, a disk error, something holding a
+            # file) must not keep the others: say it, go on, and exit non-zero at the end.
+            failed += 1
+            _say_failed(state, exc)
+            continue
         if done.refused is not None:
             print(f"{state.key}  kept: {done.refused}")
             continue
         total += done.disk
         print(f"removed {state.key}  {state.describe_disk()}  {reason}")
-    return total
+    return total, failed
+
+
+def _say_failed(state: Conversation, exc: BaseException) -> None:
+    what = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    where = getattr(exc, "filename", None) or state.path
+    print(
+        f"omnigent-agy: could not remove {state.key}: {what} ({where}). Check that you own "
+        f"{state.path} and everything in it and that the disk is writable, then run "
+        f"`omnigent-agy prune {state.key} --yes` again.",
+        file=sys.stderr,
+    )
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -84,15 +103,16 @@ def _prune(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"omnigent-agy: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    total = _remove(chosen, really=args.yes)
-    count = f"{len(chosen)} conversation(s), {size(total)}"
+    total, failed = _remove(chosen, really=args.yes)
+    count = f"{len(chosen) - failed} conversation(s), {size(total)}"
     if not chosen:
         print("nothing to remove" + ("" if args.all else " (--all, --older-than or keys: more)"))
     elif not args.yes:
         print(f"{count} would be removed: run again with --yes to remove them")
     else:
-        print(f"removed {count}")
-    return EXIT_FAILED if unknown else EXIT_OK
+        failures = f"; {failed} could not be removed (see above)" if failed else ""
+        print(f"removed {count}{failures}")
+    return EXIT_FAILED if unknown or failed else EXIT_OK
 
 
 def add_prune(subparsers: Subparsers) -> None:

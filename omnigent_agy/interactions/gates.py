@@ -138,7 +138,12 @@ def elicitation_payload(answer: ElicitationAnswer) -> dict[str, object]:
     """
     payload: dict[str, object] = {"action": answer.action.value}
     if answer.action is ElicitationAction.ACCEPT and answer.content is not None:
-        payload["contentJson"] = json.dumps(dict(answer.content), ensure_ascii=False)
+        content = json.dumps(dict(answer.content), ensure_ascii=False)
+        if any(0xD800 <= ord(char) <= 0xDFFF for char in content):
+            # Half a surrogate pair typed (a client's JSON "\ud800") cannot travel as UTF-8
+            # and failed the whole delivery; as a JSON escape it does.
+            content = json.dumps(dict(answer.content))
+        payload["contentJson"] = content
     return payload
 
 

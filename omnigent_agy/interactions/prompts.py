@@ -148,7 +148,14 @@ def answer_problem(form: QuestionForm, answers: QuestionAnswers) -> str | None:
     for number, (question, answer) in enumerate(
         zip(questions, answers.answers, strict=True), start=1
     ):
-        problem = _problem_with(question, answer, allow_write_in=form.allow_write_in)
+        broken = _not_text(answer.write_in or "")
+        if broken is not None:
+            # Half of a UTF-16 pair cannot be sent to agy as UTF-8, nor delivered as typed.
+            problem: str | None = (
+                f"got a written answer with a character that is not text ({broken}): type it again"
+            )
+        else:
+            problem = _problem_with(question, answer, allow_write_in=form.allow_write_in)
         if problem is not None:
             return f"question {number} ({question.text!r}) {problem}"
     return None
@@ -161,7 +168,9 @@ def _problem_with(
     offered = {option.id for option in question.options}
     unknown = [choice for choice in answer.selected if choice not in offered]
     if unknown:
-        return f"has no option {', '.join(map(repr, unknown))}; {valid}"
+        count = len(question.options)
+        how = f"type a number from 1 to {count}" if count > 1 else "type 1"
+        return f"has no option {', '.join(map(repr, unknown))}: {how}; {valid}"
     if len(set(answer.selected)) != len(answer.selected):
         return f"got the same option twice; {valid}"
     if len(answer.selected) > 1 and not question.multi_select:
@@ -172,6 +181,14 @@ def _problem_with(
         # The person chose to write and wrote nothing: say that, not just "no answer".
         empty = "got an empty written answer: type one or pick an option"
         return f"{empty if answer.write_in is not None else 'has no answer'}; {valid}"
+    return None
+
+
+def _not_text(text: str) -> str | None:
+    """The first lone surrogate in `text` (what a client's JSON "\\ud800" gives), as U+XXXX."""
+    for char in text:
+        if 0xD800 <= ord(char) <= 0xDFFF:
+            return f"U+{ord(char):04X}"
     return None
 
 

@@ -11,9 +11,10 @@ read it as they read the project's own captures (fixtures/recorded_steps/README.
 - ``probe.json``: agy's version, the findings, and what was redacted;
 - ``README.md``: the table as the probe printed it.
 
-Everything goes through the run's `redact.Redactor` as it is recorded; `write` then looks
-at what it wrote once more (`redact.leaks`) and removes the whole folder if anything slipped
-through.
+Everything goes through the run's `redact.Redactor` as it is recorded; a secret learnt later
+(the CSRF token once agy started, the person's e-mail and name from the account answer) is
+then hidden in what was recorded before, when it is written; `write` then looks at what it
+wrote once more (`redact.leaks`) and removes the whole folder if anything slipped through.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from omnigent_agy.probe.facts import Finding, ProbeError
+from omnigent_agy.probe.held import account_values
 from omnigent_agy.probe.redact import Redactor, account_shape, leaks
 from omnigent_agy.reading.steps import obj, step_status
 from omnigent_agy.rpc.errors import RpcError
@@ -64,8 +66,10 @@ class Recorder:
         return self._redactor
 
     def add_secret(self, secret: str) -> None:
-        """From now on (and in `write`'s last look) `secret` is replaced too."""
-        self._redactor = replace(self._redactor, secrets=(*self._redactor.secrets, secret))
+        """From now on (in what was recorded before too, when it is written, and in
+        `write`'s last look) `secret` is replaced in any of its forms."""
+        if secret and secret not in self._redactor.secrets:
+            self._redactor = replace(self._redactor, secrets=(*self._redactor.secrets, secret))
 
     def answers(self) -> list[tuple[str, object]]:
         """(method, answer) of every call agy answered, as recorded (redacted)."""
@@ -81,7 +85,12 @@ class Recorder:
     ) -> None:
         entry: dict[str, Any] = {"method": method, "request": self._redactor.value(request)}
         if answer is not None:
-            shown = account_shape(answer) if method in ACCOUNT_METHODS else answer
+            shown: object = answer
+            if method in ACCOUNT_METHODS:
+                # Its e-mail and the person's names may come back anywhere else too.
+                for value in account_values(answer):
+                    self.add_secret(value)
+                shown = account_shape(answer)
             entry["answer"] = self._redactor.value(shown)
         if error is not None:
             entry["error"] = {
@@ -131,24 +140,27 @@ class Recorder:
     def _write_files(
         self, folder: Path, agy_version: str, findings: Sequence[Finding], table: str
     ) -> None:
+        hide = self._redactor.hide_all
         for name, turn in self._turns.items():
             if turn.polled:
                 entries = [
-                    {"idx": idx, "step": step}
+                    {"idx": idx, "step": hide(step)}
                     for (idx, _), step in sorted(turn.polled.items(), key=lambda item: item[0][0])
                 ]
                 _dump(folder / f"{name}.poll.json", {"steps": entries})
             if turn.frames:
-                _dump(folder / f"{name}.stream.json", turn.frames)
-        _dump(folder / "calls.json", self._calls)
-        (folder / "log.txt").write_text("".join(f"{line}\n" for line in self._log), "utf-8")
+                _dump(folder / f"{name}.stream.json", hide(turn.frames))
+        _dump(folder / "calls.json", hide(self._calls))
+        log = "".join(f"{self._redactor.hide(line)}\n" for line in self._log)
+        (folder / "log.txt").write_text(log, "utf-8")
         header = {
             "format": FORMAT,
             "agyVersion": self._redactor.text(agy_version),
             "recordedAt": datetime.now(UTC).isoformat(timespec="seconds"),
             "python": platform.python_version(),
             "system": f"{platform.system()} {platform.machine()}",
-            "redacted": "CSRF token, account, e-mail addresses, OAuth tokens, every path "
+            "redacted": "CSRF token, account, your sign-in's tokens, e-mail and Google Cloud "
+            "project (in any case or encoding), e-mail addresses, OAuth tokens, every path "
             "outside the probe's scratch workspace (shown as /home/user/project)",
             "findings": [
                 {**asdict(finding), "verdict": finding.verdict.value, "fact": finding.fact}

@@ -17,12 +17,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from omnigent_agy.agy.gemini_home import person_gemini_dir
 from omnigent_agy.onboarding.checks import CheckResult, Status, check_agy_version
 from omnigent_agy.onboarding.config import AgyConfig, AgyNotFoundError
 from omnigent_agy.onboarding.executable import resolve_executable
 from omnigent_agy.probe import extras, identity, methods, transport, unconfirmed
 from omnigent_agy.probe.facts import Finding, ProbeError, Seen, Verdict
 from omnigent_agy.probe.gate_checks import check_command, check_deny, check_question
+from omnigent_agy.probe.held import held_values
 from omnigent_agy.probe.observations import Observations
 from omnigent_agy.probe.recording import Recorder, RecordingLeakError
 from omnigent_agy.probe.redact import Redactor
@@ -141,9 +143,12 @@ async def _with_scratch(run: _Run, command: tuple[str, ...]) -> Path | None:
         env=settings.env,
         ready_timeout=settings.ready_timeout,
     )
+    gemini_dir = person_gemini_dir(settings.config.gemini_home, settings.env)
     redactor = Redactor(
         workspace=(scratch.workspace, scratch.workspace.resolve()),
         agy_state=(scratch.root / "state", (scratch.root / "state").resolve()),
+        # What the probe copies into agy's folder, agy can echo: never recorded.
+        secrets=held_values(gemini_dir, settings.env),
         names=(getpass.getuser(), socket.gethostname()),
     )
     run.recorder = Recorder(redactor)

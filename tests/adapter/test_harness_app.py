@@ -121,6 +121,30 @@ def test_a_turn_streams_deltas_and_ends_with_usage(
     assert usage["cost_usd"] == pytest.approx(expected)
 
 
+def test_the_context_meter_drops_when_agy_compacts_its_context(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    used = []
+    for text in ("Say hello", "list the files here", "Say hello again", "compact the context"):
+        completed = harness.turn(text).until("response.completed")
+        used.append(completed["response"]["usage"]["context_tokens"])
+    assert used[0] < used[1] < used[2], "the estimate grows from turn to turn"
+    assert used[3] < used[2], "agy made room: the meter shows it, not the largest ever seen"
+    record = agy_record(agy_env, harness.conversation_id)
+    metadata = agy_call(
+        agy_env,
+        harness.conversation_id,
+        "GetCascadeTrajectoryGeneratorMetadata",
+        {"cascadeId": record.cascade_id},
+    )
+    newest = [
+        int(entry["chatModel"]["chatStartMetadata"]["contextWindowMetadata"]["estimatedTokensUsed"])
+        for entry in metadata["generatorMetadata"]
+        if "chatStartMetadata" in entry["chatModel"]
+    ][-1]
+    assert used[3] == newest
+
+
 def test_tool_calls_and_their_output_appear_as_items(
     harness: HarnessServer, agy_env: dict[str, str]
 ) -> None:

@@ -227,7 +227,7 @@ def test_an_answer_that_is_no_button_is_asked_again_and_never_guessed() -> None:
     assert run(host.prompts().ask_permission(CARD)) is None
     assert len(host.elicited) == 5
     again = card_text(host.elicited[1])[1]
-    assert "not one of the buttons" in again
+    assert "not one of the choices: type a number from 1 to 3" in again
     assert card_text(host.elicited[1])[2] == card_text(host.elicited[0])[2]
 
 

@@ -97,7 +97,18 @@ def test_a_number_that_is_no_choice_asks_again_and_is_never_guessed() -> None:
         results=[accept({"answer": ""}), accept({"answer": "7"}), accept({"answer": ALLOW_ONCE})]
     )
     assert run(host.prompts().ask_permission(CARD)) == PermissionAnswer.ALLOW_ONCE
-    assert "not one of the buttons" in host.elicited[2].message
+    assert "not one of the choices: type a number from 1 to 3" in host.elicited[2].message
+
+
+@pytest.mark.parametrize("typed", ["²", "٣", "\uff13", "1²", "½", "2\u0663", "Ⅻ"])
+def test_a_number_in_other_digits_asks_again_and_never_fails_the_turn(typed: str) -> None:
+    # str.isdigit takes "²" and int() then refuses it; "٣" and a fullwidth 3 int() reads,
+    # but only ASCII digits are a choice's number in the REPL.
+    host = Host(
+        results=[accept({"answer": ""}), accept({"answer": typed}), accept({"answer": ALLOW_ONCE})]
+    )
+    assert run(host.prompts().ask_permission(CARD)) == PermissionAnswer.ALLOW_ONCE
+    assert "type a number from 1 to 3" in host.elicited[2].message
 
 
 def test_a_declined_card_is_deny_and_a_cancelled_one_a_dismissal() -> None:
@@ -142,6 +153,12 @@ def test_a_write_in_form_answered_in_the_repl_reaches_agy() -> None:
         (COLOR, "Blue", QuestionAnswer(selected=("2",))),
         (COLOR, "teal", QuestionAnswer(write_in="teal")),
         (COLOR, "9", QuestionAnswer(selected=("9",))),  # the bridge refuses it, naming options
+        # Numbers not in ASCII digits are no option either (never the person's words, never
+        # read as 2 or 3): the bridge refuses them, saying which numbers to type.
+        (COLOR, "²", QuestionAnswer(selected=("²",))),
+        (COLOR, "٢", QuestionAnswer(selected=("٢",))),
+        (CHECKS, "\uff11, \uff13", QuestionAnswer(selected=("\uff11, \uff13",))),  # fullwidth
+        (COLOR, "2nd", QuestionAnswer(write_in="2nd")),
         (COLOR, "1,2", QuestionAnswer(selected=("1", "2"))),  # refused: one option only
         (COLOR, "   ", QuestionAnswer()),  # no answer: asked again
         (CHECKS, "1,3", QuestionAnswer(selected=("1", "3"))),

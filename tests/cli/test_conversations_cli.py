@@ -5,8 +5,10 @@ tests/e2e/test_e2e_conversations.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import sqlite3
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,6 +66,23 @@ def test_a_bad_list_is_coded(person: Path, capsys: pytest.CaptureFixture[str]) -
     err = capsys.readouterr().err
     assert "[agy_conversations_unreadable]" in err
     assert "run `agy` once" in err
+
+
+def test_a_list_agy_is_writing_is_said_to_be_in_use_not_to_move(
+    person: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = person / "gemini" / "antigravity-cli" / "conversation_summaries.db"
+    # agy in the middle of writing its list: a lock no reader gets past (SQLite's own
+    # busy wait runs out, as it does against agy).
+    with contextlib.closing(sqlite3.connect(path)) as agy:
+        agy.execute("BEGIN EXCLUSIVE")
+        assert cli.main(["conversations"]) == cli.EXIT_FAILED
+    err = capsys.readouterr().err
+    assert "[agy_conversations_unreadable]" in err
+    assert "is in use: agy is probably running" in err
+    assert "close agy" in err
+    assert "move the file aside" not in err
+    assert cli.main(["conversations"]) == cli.EXIT_OK  # once agy lets go, it reads
 
 
 def test_an_unknown_id_is_coded(person: Path, capsys: pytest.CaptureFixture[str]) -> None:

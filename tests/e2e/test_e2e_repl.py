@@ -243,6 +243,20 @@ def test_a_single_question_is_answered_by_its_options_number(repl: Repl) -> None
     repl.turn_over(r"Which color should the button be\? → Blue")
 
 
+def test_a_number_in_other_digits_is_asked_again_and_never_fails_the_turn(repl: Repl) -> None:
+    ask_single_question(repl)
+    repl.send("²")  # str.isdigit says yes, int() says no
+    # Asked again, the card saying why and what to type.
+    again = repl.wait(r"reason: question 1 .*has no option '²': type a number from 1 to 3")
+    assert "valid options: 1 (Red), 2 (Blue), 3 (Green) — Which color" in again
+    repl.send("y")
+    repl.wait(r"approval required · agy_ask_question .*y: answer in the field below")
+    repl.send("y")
+    repl.wait(r"has no option '²'.*1 = Red · 2 = Blue · 3 = Green.*\[string\]")
+    repl.send("2")
+    repl.turn_over(r"Which color should the button be\? → Blue")
+
+
 def test_approve_always_sends_later_questions_straight_to_their_field(repl: Repl) -> None:
     repl.send("Ask me a multi-select question")
     repl.wait(r"approval required · agy_ask_question.*y = approve once")

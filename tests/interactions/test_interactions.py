@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -64,6 +65,7 @@ from omnigent_agy.reading.steps import (
 )
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient
+from omnigent_agy.rpc.wire import encode_envelope
 
 pytestmark = pytest.mark.tmux
 
@@ -548,6 +550,42 @@ def test_an_invalid_option_is_refused_with_the_valid_ones_named_then_asked_again
     assert only["askQuestion"]["responses"][0]["selectedOptionIds"] == ["3"]
 
 
+# What a person could type: shell and tmux syntax, quotes, a newline, control characters, a
+# right-to-left override, 4 KB of it: agy gets it exactly, nothing runs.
+HOSTILE_WRITE_IN = (
+    "core_$(touch pwned)_`id`_#(touch pwned)_#{pane_id}; 'q' \"q\"\n"
+    "second line\t\u202eevil\x1b[2J\x00 " + "x" * 4096
+)
+
+
+def test_a_typed_answer_reaches_agy_exactly_and_half_a_surrogate_is_asked_again(
+    sim: Sim,
+) -> None:
+    person = Person(
+        answers=[answers(pick(write_in="core\ud800")), answers(pick(write_in=HOSTILE_WRITE_IN))]
+    )
+
+    async def main() -> tuple[Any, ...]:
+        async with Turn(sim, person) as turn:
+            await turn.send("write-in please")
+            outcomes = await turn.finish()
+            return outcomes, await turn.delivered()
+
+    outcomes, delivered = run(main)
+    assert outcomes[0].status is OutcomeStatus.ANSWERED
+    first, second = person.forms
+    assert first.error is None
+    assert second.error is not None
+    assert "not text (U+D800): type it again" in second.error
+    [only] = delivered
+    [answer] = only["askQuestion"]["responses"]
+    assert answer == {
+        "question": "What should the new module be called?",
+        "writeInResponse": HOSTILE_WRITE_IN,
+    }
+    assert not list(sim.workspace.rglob("pwned"))
+
+
 def test_a_dismissed_question_is_cancelled_on_the_wire(sim: Sim) -> None:
     person = Person(answers=[None])
     outcomes, requests, steps, replies = one_turn(sim, person, "ask me a question")
@@ -857,7 +895,7 @@ FORM = QuestionForm("c", (COLOR, CHECKS))
         ),
         pytest.param(
             answers(pick("3"), pick("1")),
-            "has no option '3'; valid options: 1 (Red), 2 (Blue)",
+            "has no option '3': type a number from 1 to 2; valid options: 1 (Red), 2 (Blue)",
             id="unknown",
         ),
         pytest.param(
@@ -891,6 +929,17 @@ def test_question_payload_sends_ids_write_ins_and_skips() -> None:
             {"question": "Which checks?", "skipped": True},
         ]
     }
+
+
+def test_an_mcp_form_typed_with_half_a_surrogate_pair_can_still_be_sent() -> None:
+    typed = {"repo": "a/b\ud800", "note": "é $(id) \x1b[2J"}
+    payload = elicitation_payload(ElicitationAnswer(ElicitationAction.ACCEPT, typed))
+    envelope = encode_envelope({"elicitation": payload})  # the wire's own encoder
+    sent = json.loads(envelope[5:].decode("utf-8"))["elicitation"]["contentJson"]
+    assert json.loads(sent) == typed
+    # Text without one goes as it is (readable in agy's log).
+    plain = elicitation_payload(ElicitationAnswer(ElicitationAction.ACCEPT, {"n": "é"}))
+    assert plain["contentJson"] == '{"n": "é"}'
 
 
 def test_elicitation_payloads_carry_content_only_when_accepted() -> None:

@@ -160,6 +160,9 @@ class _BrokenRedactor(Redactor):
     def text(self, text: str) -> str:
         return text
 
+    def hide(self, text: str) -> str:
+        return text
+
 
 def test_a_leak_the_redactor_missed_removes_the_recording(
     tmp_path: Path, places: dict[str, Path]

@@ -61,6 +61,35 @@ def test_every_model_call_has_an_entry_and_the_estimate_only_grows(workspace: Pa
     run_sim(workspace, body)
 
 
+def test_when_agy_compacts_its_context_the_estimate_drops(workspace: Path) -> None:
+    async def body(sim: Sim) -> None:
+        cid = await sim.start()
+        for text in ("Say hello", "list the files here", "Say hello again"):
+            await sim.send(cid, text)
+            await sim.idle(cid)
+        before = await sim.call("GetCascadeTrajectoryGeneratorMetadata", {"cascadeId": cid})
+        largest = max(e for e in estimates(before) if e is not None)
+        await sim.send(cid, "Please compact the conversation now")
+        steps = await sim.idle(cid)
+        compaction = [
+            s
+            for s in steps
+            if s["type"] == "CORTEX_STEP_TYPE_CHECKPOINT" and not s["checkpoint"]["intentOnly"]
+        ]
+        assert len(compaction) == 1
+        assert "Say hello again" in compaction[0]["checkpoint"]["summary"]
+        after = await sim.call("GetCascadeTrajectoryGeneratorMetadata", {"cascadeId": cid})
+        newest = [e for e in estimates(after) if e is not None][-1]
+        assert SYSTEM_PROMPT_TOKENS < newest < largest
+        # And it grows again from there.
+        await sim.send(cid, "Say hello once more")
+        await sim.idle(cid)
+        later = await sim.call("GetCascadeTrajectoryGeneratorMetadata", {"cascadeId": cid})
+        assert newest < [e for e in estimates(later) if e is not None][-1] < largest
+
+    run_sim(workspace, body)
+
+
 def test_a_conversation_agy_does_not_know_is_not_found(workspace: Path) -> None:
     async def body(sim: Sim) -> None:
         with pytest.raises(ConnectHandlerError, match="trajectory not found"):
