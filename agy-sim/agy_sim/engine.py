@@ -35,6 +35,7 @@ from agy_sim.catalog import (
 )
 from agy_sim.engine_config import EngineSettings, IdSource
 from agy_sim.history import seed_history
+from agy_sim.hooks import Hooks
 from agy_sim.mcp_host import McpHost
 from agy_sim.quota import QUOTA_TRIGGER, QuotaAccount
 from agy_sim.scenarios import subagent_worker
@@ -103,6 +104,7 @@ class SimEngine:
             )
         # The process sets these from the gemini dir (gemini.py, mcp_host.py).
         self.mcp: McpHost | None = None
+        self.hooks: Hooks | None = None  # agy ≥ 1.4's hooks (hooks.py)
         self.quota: QuotaAccount | None = None
         """The account's quota (quota.py); a turn on a used-up model group fails."""
         self.rules: Callable[[], str] = lambda: ""
@@ -306,6 +308,7 @@ class SimEngine:
             session_id=self._session_id,
             mcp=self.mcp,
             rules=self.rules,
+            hooks=self.hooks,
         )
 
     async def _run_turn(
@@ -343,8 +346,7 @@ class SimEngine:
                         error_code=refused.error_code,
                     )
                     return
-            # The text after a carried block picks the scenario, as a model answers it.
-            await (script or choose(split_carried(text)[1])[1])(turn)
+            await self._invocation(turn, script or choose(split_carried(text)[1])[1])
             answered = 0
             while True:  # NEXT_INVOCATION messages that arrived late still get an answer
                 turn.drain_steering()
@@ -362,6 +364,16 @@ class SimEngine:
             raise
         finally:
             self._finish_turn(cascade)
+
+    async def _invocation(self, turn: Turn, script: Script) -> None:
+        """The scenario's turn (the text after a carried block picks it, as a model answers
+        it), between agy ≥ 1.4's invocation hooks (hooks.py)."""
+        if self.hooks is not None:
+            await self.hooks.fire("PreInvocation")
+        await script(turn)
+        if self.hooks is not None:
+            await self.hooks.fire("PostInvocation")
+            await self.hooks.fire("Stop")
 
     def _finish_turn(self, cascade: Cascade) -> None:
         cascade.task = None
