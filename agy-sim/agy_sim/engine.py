@@ -35,7 +35,7 @@ from agy_sim.catalog import (
 )
 from agy_sim.engine_config import EngineSettings, IdSource
 from agy_sim.history import seed_history
-from agy_sim.hooks import Hooks
+from agy_sim.hooks import Hooks, around_invocation
 from agy_sim.mcp_host import McpHost
 from agy_sim.quota import QUOTA_TRIGGER, QuotaAccount
 from agy_sim.scenarios import subagent_worker
@@ -346,7 +346,7 @@ class SimEngine:
                         error_code=refused.error_code,
                     )
                     return
-            await self._invocation(turn, script or choose(split_carried(text)[1])[1])
+            await around_invocation(self.hooks, script or choose(split_carried(text)[1])[1], turn)
             answered = 0
             while True:  # NEXT_INVOCATION messages that arrived late still get an answer
                 turn.drain_steering()
@@ -364,16 +364,6 @@ class SimEngine:
             raise
         finally:
             self._finish_turn(cascade)
-
-    async def _invocation(self, turn: Turn, script: Script) -> None:
-        """The scenario's turn (the text after a carried block picks it, as a model answers
-        it), between agy ≥ 1.4's invocation hooks (hooks.py)."""
-        if self.hooks is not None:
-            await self.hooks.fire("PreInvocation")
-        await script(turn)
-        if self.hooks is not None:
-            await self.hooks.fire("PostInvocation")
-            await self.hooks.fire("Stop")
 
     def _finish_turn(self, cascade: Cascade) -> None:
         cascade.task = None

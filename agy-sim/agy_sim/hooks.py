@@ -1,4 +1,4 @@
-"""agy's hooks: commands from ``hooks.json`` run at agy's events (docs/wire.md §10, agy ≥ 1.4).
+"""agy's hooks: commands from ``hooks.json`` run at agy's events (docs/wire.md §9, agy ≥ 1.4).
 
 Reported: agy runs hooks from the ``hooks.json`` of its customization roots — the person's
 ``config/hooks.json`` under the gemini dir and, in a trusted workspace, the workspace's own
@@ -28,12 +28,19 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["EVENTS", "FIRST_HOOKS_VERSION", "HookDecision", "Hooks", "read_hooks_file"]
+__all__ = [
+    "EVENTS",
+    "FIRST_HOOKS_VERSION",
+    "HookDecision",
+    "Hooks",
+    "around_invocation",
+    "read_hooks_file",
+]
 
 _log = logging.getLogger("agy_sim.hooks")
 
@@ -45,7 +52,7 @@ EVENTS: Final = (
     "PostInvocation",
     "Stop",
 )
-FIRST_HOOKS_VERSION: Final = (1, 4)  # hooks are reported from agy 1.4 on (docs/wire.md §10)
+FIRST_HOOKS_VERSION: Final = (1, 4)  # hooks are reported from agy 1.4 on (docs/wire.md §9)
 WORKSPACE_HOOKS: Final = Path(".agents") / "hooks.json"
 PERSON_HOOKS: Final = Path("config") / "hooks.json"
 _DEFAULT_TIMEOUT: Final = 60.0
@@ -180,3 +187,16 @@ class Hooks:
             return None, ""
         _log.info("hook %s ran (exit %s): %s", hook.event, process.returncode, hook.command)
         return process.returncode, out.decode("utf-8", errors="replace")
+
+
+async def around_invocation[T](
+    hooks: Hooks | None, script: Callable[[T], Awaitable[None]], turn: T
+) -> None:
+    """A turn's scenario (the text after a carried block picks it, as a model answers it)
+    between agy 1.4+'s invocation hooks: ``PreInvocation``, then ``PostInvocation``, ``Stop``."""
+    if hooks is not None:
+        await hooks.fire("PreInvocation")
+    await script(turn)
+    if hooks is not None:
+        await hooks.fire("PostInvocation")
+        await hooks.fire("Stop")

@@ -138,7 +138,7 @@ class SimProcess:
             _log.info("workspace %s", line)
 
     def _hooks(self, *, trusted: bool) -> Hooks:
-        """The person's hooks and a trusted workspace's, from agy 1.4 on (docs/wire.md §10)."""
+        """The person's hooks and a trusted workspace's, from agy 1.4 on (docs/wire.md §9)."""
         options = self.options
         enabled = version_tuple(options.version) >= FIRST_HOOKS_VERSION
         hooks = Hooks(options.gemini_dir, self._where.folder, enabled=enabled)
@@ -159,7 +159,7 @@ class SimProcess:
         def trust() -> None:
             trust_workspace(options.gemini_dir, options.workspace)
             if engine.hooks is not None:
-                engine.hooks.trust()  # its own hooks run from now on (docs/wire.md §10)
+                engine.hooks.trust()  # its own hooks run from now on (docs/wire.md §9)
             # Trusted now: the workspace's own MCP servers start (docs/wire.md §9).
             task = asyncio.get_running_loop().create_task(self._workspace_mcp(tui))
             self._tasks.add(task)

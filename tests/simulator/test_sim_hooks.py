@@ -1,4 +1,4 @@
-"""agy-sim runs hooks as agy ≥ 1.4 is reported to (docs/wire.md §10; the file's shape is a
+"""agy-sim runs hooks as agy ≥ 1.4 is reported to (docs/wire.md §9; the file's shape is a
 guess, docs/simulator.md): a trusted workspace's ``.agents/hooks.json`` and the person's
 ``config/hooks.json`` run as commands at agy's events, a ``PreToolUse`` hook decides whether a
 tool runs (a bare ``{}`` denies), and an untrusted workspace's hooks run not at all. agy-sim is
