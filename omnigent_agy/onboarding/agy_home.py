@@ -288,14 +288,17 @@ def _workspace_check(
 def _trust_check(config: AgyConfig, env: Mapping[str, str], workspace: Path) -> CheckResult:
     name = "workspace trusted"
     try:
-        trusted = workspace_trust(config, env).trusted_by(workspace)
+        trust = workspace_trust(config, env)
+        trusted = trust.trusted_by(workspace)
+        earlier = trust.earlier_answer(workspace)
     except TrustFileError as exc:
         return CheckResult(name, Status.FAIL, str(exc), exc.remediation, exc.code)
     if trusted is not None:
         return CheckResult(name, Status.OK, f"by {trusted.describe()}")
     # Not a fault: a session's first message asks the person (a card) before agy starts.
+    state = "not yet" if earlier is None else "not for what it holds now (changed since your yes)"
     summary = (
-        "not yet: a session's first message here asks you on a card before agy starts "
+        f"{state}: a session's first message here asks you on a card before agy starts "
         f"(to trust it now: `omnigent-agy trust {shlex.quote(str(workspace))}`, or list it "
         f"under {KEY}.trusted_workspaces)"
     )
