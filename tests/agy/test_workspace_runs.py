@@ -5,9 +5,13 @@ servers are; files that cannot be read shown, not left out; a digest of exactly 
 from __future__ import annotations
 
 import json
+import tempfile
+import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from omnigent_agy.agy.hooks_file import Hook, read_hooks
 from omnigent_agy.agy.shown import quoted, unvisible, visible
@@ -129,3 +133,54 @@ def test_visible_escapes_what_would_hide_or_act(text: str, shown: str) -> None:
     assert visible(text) == shown
     assert unvisible(visible(text)) == text
     assert quoted('say "hi"\n') == '"say \\"hi\\"\\n"'
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                ["hooks", "command", "matcher", "type", "Stop", "PreToolUse", "x", "run"]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+def commands_in(value: object) -> list[str]:
+    if isinstance(value, list):
+        return [found for item in value for found in commands_in(item)]
+    if isinstance(value, dict):
+        own = [value["command"]] if isinstance(value.get("command"), str) else []
+        return own + [found for inner in value.values() for found in commands_in(inner)]
+    return []
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_no_command_in_a_hooks_file_goes_unsaid(document: object) -> None:
+    reading = read_hooks(json.dumps(document))
+    said = [hook.command for hook in reading.hooks]
+    for command in commands_in(document):
+        assert command in said or any(json.dumps(command) in text for text in reading.unreadable)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_bytes_are_read_or_shown(data: bytes) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        write(Path(folder), "hooks.json", "")
+        (Path(folder) / ".agents" / "hooks.json").write_bytes(data)
+        (Path(folder) / ".agents" / "mcp_config.json").write_bytes(data)
+        runs = workspace_runs(Path(folder))
+    # Never an error; whatever the bytes, nothing hidden or acting reaches a card.
+    hidden = {"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp"}
+    assert not [c for line in runs.lines() for c in line if unicodedata.category(c) in hidden]
+    try:
+        json.loads(data)
+    except ValueError:
+        assert runs.lines()[0].startswith(".agents/mcp_config.json is not JSON")
