@@ -196,3 +196,32 @@ def test_a_hook_added_after_yes_is_asked_about_and_runs_only_after_yes(
         later.answer(later.card(timeout=TURN), YES_TRUST)
         assert later.turn_end(timeout=TURN)["type"] == "response.completed"
         assert (clone / "started-by-a-hook").exists()  # agy-sim ran the repository's hook
+
+
+def test_a_server_added_after_yes_is_asked_about_and_starts_only_after_yes(
+    stack: LocalStack, clone: Path
+) -> None:
+    with Conversation(stack, workspace=clone) as talk:
+        talk.send("hello")
+        talk.answer(talk.card(timeout=TURN), YES_TRUST)
+        assert talk.turn_end(timeout=TURN)["type"] == "response.completed"
+    started(clone)
+    # A `git pull` adds a server to .agents/mcp_config.json.
+    config = clone / ".agents" / "mcp_config.json"
+    servers = json.loads(config.read_text())
+    command = f"touch pulled-in; exec {sys.executable} {ECHO}"
+    servers["mcpServers"]["more"] = {"command": "sh", "args": ["-c", command]}
+    config.write_text(json.dumps(servers))
+    with Conversation(stack, workspace=clone) as later:
+        later.send("hello")
+        card = later.card(timeout=TURN)
+        message = card["params"]["message"]
+        assert message.startswith("Asked again: what this folder makes agy run changed")
+        assert f'added: runs "sh -c \'{command}\'" — MCP server "more" — Accessing' in message
+        later.answer(card, NO_EXIT)
+        assert error_of(later.turn_end(timeout=TURN))["code"] == "agy_workspace_not_trusted"
+        assert not (clone / "pulled-in").exists()
+        later.send("hello again")
+        later.answer(later.card(timeout=TURN), YES_TRUST)
+        assert later.turn_end(timeout=TURN)["type"] == "response.completed"
+        wait_until((clone / "pulled-in").exists, timeout=60, what="the added server to start")
