@@ -23,6 +23,7 @@ from omnigent.community.harness.agy.trust_card import trust_message, trust_param
 from rich.text import Text
 
 from omnigent_agy.agy.shown import unvisible
+from omnigent_agy.agy.trust import why_asked_again
 from omnigent_agy.agy.workspace_runs import workspace_runs
 from omnigent_agy.interactions.prompts import TrustCard
 from omnigent_agy.onboarding.trust_command import runs_lines
@@ -95,14 +96,18 @@ def test_the_card_shows_every_command_first_in_full_and_faithfully(
         runs = workspace_runs(workspace)
         listing = "\n".join(runs_lines(runs, "trusting it lets agy run:"))
 
-    card = TrustCard("/work/clone", runs.lines())
+    # Asked again after all of it was added since a yes: the changes say it as faithfully.
+    again = why_asked_again({"trusted_at": "t", "digest": "d", "covers": []}, runs)
+    card = TrustCard("/work/clone", runs.lines(), again)
     message = trust_message(card, harness_label="Antigravity CLI")
+    changes, listed = message.split(" — Accessing workspace: /work/clone — ", 1)
     expected = [
         ("MCP server", shlex.join([command, *args]), name) for name, command, args in servers
     ]
     expected += [("remote MCP server", url, "remote\n#(x)"), ("hook", hook, "Stop")]
     # Every entry reads back exactly, in order, the command before the name: nothing cut.
-    assert entries_read_back(message) == expected
+    assert entries_read_back(listed) == expected
+    assert sorted(entries_read_back(changes)) == sorted(expected)
     assert entries_read_back(listing) == expected  # `omnigent-agy trust FOLDER` too
     # Nothing hidden or acting reaches the page or the terminal.
     assert not [c for c in message if unicodedata.category(c) in HIDDEN]
