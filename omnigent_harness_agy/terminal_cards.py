@@ -166,8 +166,12 @@ def _scoped(prefix: str, scope: str) -> str:
 
 
 def trust_phase(card: TrustCard) -> str:
-    """One folder: ``a`` on one folder's trust card never trusts another."""
-    return _scoped(TRUST_PHASE, card.workspace)
+    """One folder holding one set of commands: ``a`` on one folder's trust card never trusts
+    another, nor the same folder once what it would run has changed."""
+    if not card.runs:
+        return _scoped(TRUST_PHASE, card.workspace)
+    digest = hashlib.sha256("\n".join(card.runs).encode()).hexdigest()[:10]
+    return _scoped(TRUST_PHASE, f"{card.workspace} #{digest}")
 
 
 def mcp_phase(card: ElicitationCard) -> str:

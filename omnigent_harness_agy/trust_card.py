@@ -2,9 +2,11 @@
 
 The card says what agy's own dialog says — "Accessing workspace: <path>", "Do you trust the
 contents of this project?", "Antigravity CLI requires permission to read, edit, and execute
-files here." — with agy's two answers as its buttons, and adds what trusting lets agy start:
-the workspace's own MCP servers (docs/decisions.md §11). The path is the person's, never the
-link a hidden workspace is reached through.
+files here." — with agy's two answers as its buttons, and adds what trusting lets agy run:
+the workspace's own MCP servers and hooks (docs/decisions.md §11), each what would run first
+and in full, then its name, escaped and quoted (``omnigent_agy.agy.workspace_runs``); nothing
+is cut. A folder trusted before whose contents changed says so first, naming what changed. The
+path is the person's, never the link a hidden workspace is reached through.
 
 "No, exit" is an answer, and so is the web form's "decline" (the terminal REPL's ``n``): the
 turn then ends, and nothing starts. Only a card closed without an answer (Stop) is a
@@ -18,9 +20,10 @@ from typing import Final
 
 from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 
+from omnigent_agy.agy.shown import visible
 from omnigent_agy.interactions.prompts import PromptUnavailableError, TrustAnswer, TrustCard
 
-from .cards import choice_params
+from .cards import choice_params, with_notes
 from .terminal_cards import TRUST_PHASE, trust_phase
 
 __all__ = ["NO_EXIT", "PHASE", "YES_TRUST", "ask_trust", "trust_message", "trust_params"]
@@ -41,14 +44,13 @@ def trust_message(card: TrustCard, *, harness_label: str) -> str:
     the path is set off from the question by a dash.
     """
     text = (
-        f"Accessing workspace: {card.workspace} — Do you trust the contents of this project? "
-        f"{harness_label} requires permission to read, edit, and execute files here."
+        f"Accessing workspace: {visible(card.workspace)} — Do you trust the contents of this "
+        f"project? {harness_label} requires permission to read, edit, and execute files here."
     )
-    if card.mcp_servers:
-        servers = "; ".join(card.mcp_servers)
-        end = "" if servers.endswith("…") else "."
-        text += f" Trusting it also lets agy start this project's own MCP servers: {servers}{end}"
-    return text
+    if card.runs:
+        listed = "; ".join(f"({number}) {line}" for number, line in enumerate(card.runs, 1))
+        text += f" Trusting it also lets this project make agy run: {listed}."
+    return with_notes(text, card.again)
 
 
 def trust_params(card: TrustCard, *, harness_label: str) -> ElicitationRequestParams:

@@ -43,6 +43,7 @@ def make_person_gemini(
     skills: tuple[str, ...] = (),
     mcp_servers: Mapping[str, Any] | None = None,
     rules: str | None = None,
+    hooks: Mapping[str, Any] | None = None,
 ) -> PersonGemini:
     person = PersonGemini(path, f"ya29.{secrets.token_hex(24)}", f"1//{secrets.token_hex(24)}")
     path.mkdir(parents=True, exist_ok=True)
@@ -62,6 +63,8 @@ def make_person_gemini(
         _write(path / "config" / "mcp_config.json", {"mcpServers": dict(mcp_servers)})
     if rules is not None:
         _write(path / "GEMINI.md", rules)
+    if hooks is not None:
+        _write(path / "config" / "hooks.json", dict(hooks))
     return person
 
 

@@ -35,6 +35,7 @@ from agy_sim.catalog import (
 )
 from agy_sim.engine_config import EngineSettings, IdSource
 from agy_sim.history import seed_history
+from agy_sim.hooks import Hooks, around_invocation
 from agy_sim.mcp_host import McpHost
 from agy_sim.quota import QUOTA_TRIGGER, QuotaAccount
 from agy_sim.scenarios import subagent_worker
@@ -103,6 +104,7 @@ class SimEngine:
             )
         # The process sets these from the gemini dir (gemini.py, mcp_host.py).
         self.mcp: McpHost | None = None
+        self.hooks: Hooks | None = None  # agy ≥ 1.4's hooks (hooks.py)
         self.quota: QuotaAccount | None = None
         """The account's quota (quota.py); a turn on a used-up model group fails."""
         self.rules: Callable[[], str] = lambda: ""
@@ -308,6 +310,7 @@ class SimEngine:
             session_id=self._session_id,
             mcp=self.mcp,
             rules=self.rules,
+            hooks=self.hooks,
         )
 
     async def _run_turn(
@@ -345,8 +348,8 @@ class SimEngine:
                         error_code=refused.error_code,
                     )
                     return
-            # The text after a carried block picks the scenario, as a model answers it.
-            await (script or self.choose_script(split_carried(text)[1]))(turn)
+            script = script or self.choose_script(split_carried(text)[1])
+            await around_invocation(self.hooks, script, turn)
             answered = 0
             while True:  # NEXT_INVOCATION messages that arrived late still get an answer
                 turn.drain_steering()

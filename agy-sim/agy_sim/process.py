@@ -49,9 +49,10 @@ from agy_sim.glog import (
     GlogFormatter,
 )
 from agy_sim.handlers import RpcHandlers
+from agy_sim.hooks import FIRST_HOOKS_VERSION, Hooks
 from agy_sim.mcp_host import McpHost
 from agy_sim.model_switch import model_command, remembered_model
-from agy_sim.options import SimOptions
+from agy_sim.options import SimOptions, version_tuple
 from agy_sim.quota import QuotaAccount
 from agy_sim.serving import ReadinessGate, RefuseHttp1, RestartableServer
 from agy_sim.tui import (
@@ -139,6 +140,15 @@ class SimProcess:
             tui.write(line)
             _log.info("workspace %s", line)
 
+    def _hooks(self, *, trusted: bool) -> Hooks:
+        """The person's hooks and a trusted workspace's, from agy 1.4 on (docs/wire.md §9)."""
+        options = self.options
+        enabled = version_tuple(options.version) >= FIRST_HOOKS_VERSION
+        hooks = Hooks(options.gemini_dir, self._where.folder, enabled=enabled)
+        if trusted:
+            hooks.trust()
+        return hooks
+
     def _tui_and_handlers(self, engine: SimEngine, gemini: GeminiDir) -> tuple[Tui, dict[str, Any]]:
         """The TUI and the unary handlers, as the gemini dir makes them (signed out, trust)."""
         options = self.options
@@ -151,6 +161,8 @@ class SimProcess:
 
         def trust() -> None:
             trust_workspace(options.gemini_dir, options.workspace)
+            if engine.hooks is not None:
+                engine.hooks.trust()  # its own hooks run from now on (docs/wire.md §9)
             # Trusted now: the workspace's own MCP servers start (docs/wire.md §9).
             task = asyncio.get_running_loop().create_task(self._workspace_mcp(tui))
             self._tasks.add(task)
@@ -181,7 +193,8 @@ class SimProcess:
                 unary[name] = _refuse_signed_out if signed_out else _until_trusted(tui, unary[name])
         return tui, unary
 
-    async def main(self) -> int:
+    def _log_start(self) -> None:
+        """agy's first log lines: its pid, its version, a relative --gemini_dir ignored."""
         options = self.options
         _log.info(STARTING_LINE.format(pid=os.getpid()))
         _log.info(VERSION_LINE.format(version=options.version))
@@ -191,6 +204,10 @@ class SimProcess:
                     path=str(options.ignored_gemini_dir), default=options.gemini_dir
                 )
             )
+
+    async def main(self) -> int:
+        options = self.options
+        self._log_start()
         where = self._find_workspace()
         engine = SimEngine(self._engine_settings(), workspace=where.folder)
         if await self._refused_resume(engine):
@@ -203,6 +220,7 @@ class SimProcess:
         engine.rules = gemini.rules
         self._mcp = mcp = McpHost(gemini.mcp_servers, cwd=where.folder)
         engine.mcp = mcp
+        engine.hooks = hooks = self._hooks(trusted=gemini.trusted)
         engine.quota = QuotaAccount(options.quota)
         tui, unary = self._tui_and_handlers(engine, gemini)
         connect = ConnectApp(
@@ -235,6 +253,7 @@ class SimProcess:
             trajectory_id=tui_cascade.trajectory_id,
         )
         mcp_started = asyncio.create_task(self._start_servers(tui, trusted=gemini.trusted))
+        await hooks.start(mcp.agent_env, session_id=tui_cascade.cascade_id)
         try:
             if not await self._wait_stop(options.startup_delay):
                 tui.write(f"[skills] {', '.join(gemini.skills) or 'none'}")

@@ -179,16 +179,30 @@ class ToolRuns:
         (a command agy-sim really runs, ``touch``, must not run when refused)."""
         parts = [p.strip() for p in command.split("&&") if p.strip()]
         pending = list(parts)
+        payload = {
+            "commandLine": command,
+            "proposedCommandLine": command,
+            "cwd": str(self._steps.env.workspace),
+            "waitMsBeforeAsync": "2000",
+            "blocking": True,
+        }
+        hooks = self._steps.env.hooks
+        if hooks is not None:  # agy ≥ 1.4: a PreToolUse hook decides first (hooks.py)
+            decision = await hooks.pre_tool_use(call.name, {"CommandLine": command})
+            if not decision.allowed:
+                index = self._new_tool_step(
+                    call, "CORTEX_STEP_TYPE_RUN_COMMAND", "runCommand", dict(payload)
+                )
+                step = self._steps.cascade.steps[index]
+                text = f"denied by a PreToolUse hook: {decision.reason}"
+                step["runCommand"].update(userRejected=True, combinedOutput={"full": text})
+                self._finish(index)
+                return CommandOutcome(allowed=False)
 
         async def attempt() -> CommandOutcome | None:
-            payload = {
-                "commandLine": command,
-                "proposedCommandLine": command,
-                "cwd": str(self._steps.env.workspace),
-                "waitMsBeforeAsync": "2000",
-                "blocking": True,
-            }
-            index = self._new_tool_step(call, "CORTEX_STEP_TYPE_RUN_COMMAND", "runCommand", payload)
+            index = self._new_tool_step(
+                call, "CORTEX_STEP_TYPE_RUN_COMMAND", "runCommand", dict(payload)
+            )
             cascade = self._steps.cascade
             step = cascade.steps[index]
 
@@ -217,6 +231,8 @@ class ToolRuns:
             return await self._execute(index, output, runtime)
 
         result: CommandOutcome = await self._retrying(attempt)
+        if hooks is not None and result.allowed:
+            await hooks.fire("PostToolUse", tool=call.name, tool_input={"CommandLine": command})
         return result
 
     async def _execute(self, index: int, output: CommandOutput, runtime: float) -> CommandOutcome:

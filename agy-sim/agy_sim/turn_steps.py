@@ -17,6 +17,7 @@ from pathlib import Path
 from agy_sim import steps_factory as sf
 from agy_sim.cascade import Cascade, TranscriptEvent
 from agy_sim.catalog import CatalogModel
+from agy_sim.hooks import Hooks
 from agy_sim.mcp_host import McpHost
 from agy_sim.turn_api import ScenarioKnobs
 
@@ -44,6 +45,7 @@ class TurnEnv:
     session_id: str
     mcp: McpHost | None = None
     rules: Callable[[], str] = lambda: ""
+    hooks: Hooks | None = None
 
 
 class StepWriter:

@@ -11,7 +11,11 @@ by the first of:
    ``OMNIGENT_AGY_TRUSTED_WORKSPACES``) lists it, exactly or as ``<folder>/**``;
 3. **their answer**: "Yes, I trust this folder" on the card, remembered in
    ``trusted-workspaces.json`` in the state base (:class:`TrustStore`) until
-   ``omnigent-agy trust --forget PATH``.
+   ``omnigent-agy trust --forget PATH`` — and only for what the folder held when they said
+   yes: the answer keeps a digest of the files that make agy run commands
+   (`workspace_runs`), and different contents (a ``git pull`` adding a server or a hook) are
+   asked about again, naming what changed. An answer kept without a digest (by an earlier
+   version) is asked about again too.
 
 Otherwise the session asks on a card before any agy starts. Paths are compared as agy compares
 them — exactly: a trusted parent covers no child — after resolving links on both sides (the
@@ -27,7 +31,7 @@ import json
 import os
 import shlex
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,11 +39,11 @@ from typing import Any, Final
 
 from omnigent_agy.agy.gemini_home import SETTINGS_FILE
 from omnigent_agy.agy.statedir import write_private_file
+from omnigent_agy.agy.workspace_runs import WorkspaceRuns, changes, workspace_runs
 from omnigent_agy.rpc.errors import AgyError
 
 __all__ = [
     "STORE_FILE",
-    "WORKSPACE_MCP_CONFIG",
     "TrustFileError",
     "TrustSource",
     "TrustStore",
@@ -50,7 +54,7 @@ __all__ = [
     "operator_patterns",
     "person_trusted",
     "same_folder",
-    "workspace_servers",
+    "why_asked_again",
 ]
 
 STORE_FILE: Final = "trusted-workspaces.json"
@@ -170,7 +174,8 @@ def person_trusted(gemini_home: Path, workspace: Path) -> str | None:
 class TrustStore:
     """The folders the person trusted on a card: ``<state base>/trusted-workspaces.json``.
 
-    ``{"workspaces": {"/real/path": {"trusted_at": ISO time, "by": "…"}}}``, mode 0600, written
+    ``{"workspaces": {"/real/path": {"trusted_at": ISO time, "by": "…", "digest": "…",
+    "covers": [[kind, name, command], …]}}}`` (`WorkspaceRuns.record`), mode 0600, written
     atomically under a lock (several harness processes share it). A file that cannot be read
     is an error naming it, never overwritten: nothing the person decided is lost.
     """
@@ -184,13 +189,15 @@ class TrustStore:
         document = self._read()
         return {key: dict(value) for key, value in document["workspaces"].items()}
 
-    def remember(self, workspace: Path, *, by: str) -> None:
+    def remember(self, workspace: Path, *, by: str, runs: WorkspaceRuns) -> None:
+        """Trust ``workspace`` for what it holds now (``runs``: what the person was shown)."""
         key = _real(workspace)
         with self._locked():
             document = self._read()
             document["workspaces"][key] = {
                 "trusted_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "by": by,
+                **runs.record(),
             }
             write_private_file(self.path, json.dumps(document, indent=2, sort_keys=True) + "\n")
 
@@ -267,8 +274,9 @@ class WorkspaceTrust:
     operator: tuple[WorkspacePattern, ...] = ()
     store: TrustStore | None = None
 
-    def trusted_by(self, workspace: Path) -> TrustedBy | None:
-        """Who trusts ``workspace``, first source first, or None.
+    def trusted_by(self, workspace: Path, runs: WorkspaceRuns | None = None) -> TrustedBy | None:
+        """Who trusts ``workspace``, first source first, or None. A remembered answer counts
+        only while the folder holds what it covered (``runs``: read now when not given).
 
         TrustFileError when the remembered answers must be read and cannot be.
         """
@@ -280,11 +288,21 @@ class WorkspaceTrust:
         for pattern in self.operator:
             if pattern.covers(workspace):
                 return TrustedBy(TrustSource.OPERATOR, pattern.text)
-        if self.store is not None:
-            for key, answer in self.store.entries().items():
-                if same_folder(key, workspace):
-                    when = answer.get("trusted_at", "earlier")
-                    return TrustedBy(TrustSource.ANSWER, f"{self.store.path}: trusted {when}")
+        answer = self.earlier_answer(workspace)
+        if answer is not None and self.store is not None:
+            now = runs if runs is not None else workspace_runs(workspace)
+            if answer.get("digest") == now.digest:
+                when = answer.get("trusted_at", "earlier")
+                return TrustedBy(TrustSource.ANSWER, f"{self.store.path}: trusted {when}")
+        return None
+
+    def earlier_answer(self, workspace: Path) -> dict[str, Any] | None:
+        """The person's remembered yes for ``workspace``, whatever it covered, or None."""
+        if self.store is None:
+            return None
+        for key, answer in self.store.entries().items():
+            if same_folder(key, workspace):
+                return answer
         return None
 
 
@@ -298,41 +316,22 @@ def operator_patterns(values: object, *, key: str) -> tuple[WorkspacePattern, ..
     )
 
 
-#: A workspace's own MCP servers, which agy starts once the workspace is trusted (§9).
-WORKSPACE_MCP_CONFIG: Final = Path(".agents") / "mcp_config.json"
-_MAX_CONFIG_BYTES: Final = 256 * 1024
-_MAX_SHOWN: Final = 120
-
-
-def workspace_servers(workspace: Path) -> tuple[str, ...]:
-    """What trusting ``workspace`` would let agy start: one line per server of its
-    ``.agents/mcp_config.json`` (``name (command args)`` or ``name (serverUrl)``), for the card
-    and the doctor; a file that cannot be read is one line saying so."""
-    path = workspace / WORKSPACE_MCP_CONFIG
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(_MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        return ()
-    except OSError as exc:
-        return (f"{WORKSPACE_MCP_CONFIG} cannot be read ({exc.strerror})",)
-    try:
-        if len(data) > _MAX_CONFIG_BYTES:
-            raise ValueError("too large")  # noqa: TRY301 - one message for every bad file
-        servers = json.loads(data.decode("utf-8")).get("mcpServers")
-    except (UnicodeDecodeError, ValueError, AttributeError):
-        return (f"{WORKSPACE_MCP_CONFIG} is not a JSON object agy can read",)
-    lines = []
-    for name, spec in (servers if isinstance(servers, dict) else {}).items():
-        entry = spec if isinstance(spec, dict) else {}
-        if isinstance(entry.get("command"), str):
-            args = entry.get("args")
-            words = [str(arg) for arg in args] if isinstance(args, list) else []
-            what = shlex.join([entry["command"], *words])
-        elif isinstance(entry.get("serverUrl"), str):
-            what = entry["serverUrl"]
-        else:
-            what = "no command"
-        line = f"{name} ({what})"
-        lines.append(line if len(line) <= _MAX_SHOWN else line[: _MAX_SHOWN - 1] + "…")
-    return tuple(lines)
+def why_asked_again(answer: Mapping[str, Any], now: WorkspaceRuns) -> str:
+    """Why a folder with a remembered yes (``answer``) is asked about again, holding ``now``."""
+    when = answer.get("trusted_at", "earlier")
+    covers = answer.get("covers")
+    if not isinstance(answer.get("digest"), str) or not isinstance(covers, list):
+        return (
+            f"Asked again: your yes for this folder ({when}) was kept without a record of what "
+            "it would let agy run, so the plugin cannot tell whether that changed since"
+        )
+    changed = changes(covers, now)
+    if not changed:
+        return (
+            f"Asked again: the files that make agy run commands here changed since you trusted "
+            f"this folder ({when}), though no command listed below differs"
+        )
+    return (
+        f"Asked again: what this folder makes agy run changed since you trusted it ({when}): "
+        + "; ".join(changed)
+    )

@@ -239,11 +239,14 @@ class TrustCard:
     """agy's trust dialog, asked before any agy starts in a workspace nobody trusts yet.
 
     `workspace` is the person's own path (never the link a hidden one is reached through);
-    `mcp_servers` what its ``.agents/mcp_config.json`` would let agy start, one line each.
+    `runs` what trusting it would let agy run (its MCP servers and hooks), one line each,
+    what would run first and in full, escaped (``agy.workspace_runs``); `again` why a folder
+    the person trusted before is asked about again (what changed), if it is.
     """
 
     workspace: str
-    mcp_servers: tuple[str, ...] = ()
+    runs: tuple[str, ...] = ()
+    again: str | None = None
 
 
 # --- the protocol ----------------------------------------------------------------------------

@@ -38,13 +38,14 @@ from omnigent_agy.agy.gemini_home import (
 from omnigent_agy.agy.gemini_source import SeedError
 from omnigent_agy.agy.mcp_selection import McpSelection
 from omnigent_agy.agy.statedir import SessionStateDir, default_state_base
-from omnigent_agy.agy.trust import TrustFileError, TrustStore, WorkspaceTrust, workspace_servers
+from omnigent_agy.agy.trust import TrustFileError, TrustStore, WorkspaceTrust
 from omnigent_agy.agy.workspace import (
     AgyWorkspace,
     WorkspaceHiddenError,
     prepare_workspace,
     remove_link,
 )
+from omnigent_agy.agy.workspace_runs import workspace_runs
 from omnigent_agy.onboarding.checks import CheckResult, Status
 from omnigent_agy.onboarding.config import KEY, AgyConfig
 from omnigent_agy.onboarding.failures import (
@@ -287,18 +288,22 @@ def _workspace_check(
 def _trust_check(config: AgyConfig, env: Mapping[str, str], workspace: Path) -> CheckResult:
     name = "workspace trusted"
     try:
-        trusted = workspace_trust(config, env).trusted_by(workspace)
+        trust = workspace_trust(config, env)
+        trusted = trust.trusted_by(workspace)
+        earlier = trust.earlier_answer(workspace)
     except TrustFileError as exc:
         return CheckResult(name, Status.FAIL, str(exc), exc.remediation, exc.code)
     if trusted is not None:
         return CheckResult(name, Status.OK, f"by {trusted.describe()}")
     # Not a fault: a session's first message asks the person (a card) before agy starts.
+    state = "not yet" if earlier is None else "not for what it holds now (changed since your yes)"
     summary = (
-        "not yet: a session's first message here asks you on a card before agy starts "
+        f"{state}: a session's first message here asks you on a card before agy starts "
         f"(to trust it now: `omnigent-agy trust {shlex.quote(str(workspace))}`, or list it "
         f"under {KEY}.trusted_workspaces)"
     )
-    servers = workspace_servers(workspace)
-    if servers:
-        summary += f"; trusting it lets agy start its own MCP servers: {'; '.join(servers)}"
+    listed = workspace_runs(workspace).lines()
+    if listed:
+        runs = "; ".join(f"({number}) {line}" for number, line in enumerate(listed, 1))
+        summary += f"; trusting it lets this project make agy run: {runs}"
     return CheckResult(name, Status.OK, summary)

@@ -14,11 +14,13 @@ from pathlib import Path
 
 from omnigent_agy.agy.gemini_home import SETTINGS_FILE
 from omnigent_agy.agy.running import list_running
-from omnigent_agy.agy.trust import TrustFileError, same_folder, workspace_servers
+from omnigent_agy.agy.shown import visible
+from omnigent_agy.agy.trust import TrustFileError, same_folder
+from omnigent_agy.agy.workspace_runs import WorkspaceRuns, workspace_runs
 from omnigent_agy.onboarding.agy_home import workspace_trust
 from omnigent_agy.onboarding.config import ENV_TRUSTED_WORKSPACES, KEY, AgyConfig
 
-__all__ = ["forget_folder", "list_trusted", "trust_folder"]
+__all__ = ["forget_folder", "list_trusted", "runs_lines", "trust_folder"]
 
 _OK = 0
 _FAILED = 1
@@ -36,7 +38,8 @@ def list_trusted(config: AgyConfig, env: Mapping[str, str]) -> tuple[int, list[s
     except TrustFileError as exc:
         return _FAILED, [*lines, f"  cannot be read: {exc}", f"  -> {exc.remediation}"]
     lines += [
-        f"  {folder}  (since {entry.get('trusted_at', '?')}, {entry.get('by', '?')})"
+        f"  {visible(folder)}  (since {entry.get('trusted_at', '?')}, "
+        f"{visible(str(entry.get('by', '?')))}){_still(folder, entry)}"
         for folder, entry in sorted(answers.items())
     ] or ["  (none)"]
     if trust.gemini_home is not None:
@@ -57,20 +60,38 @@ def trust_folder(
         return _FAILED, [f"omnigent-agy: {folder} is not a folder"]
     trust = workspace_trust(config, env)
     assert trust.store is not None
-    lines = []
-    servers = workspace_servers(folder)
-    if servers:
-        lines.append(f"note: agy will start this folder's own MCP servers: {'; '.join(servers)}")
+    runs = workspace_runs(folder)
+    lines = runs_lines(runs, "trusting it lets agy run, when agy starts there:")
     try:
-        already = trust.trusted_by(folder)
-        trust.store.remember(folder, by=by)
+        already = trust.trusted_by(folder, runs)
+        trust.store.remember(folder, by=by, runs=runs)
     except TrustFileError as exc:
         return _FAILED, [f"omnigent-agy: {exc}", f"  -> {exc.remediation}"]
     if already is not None:
         lines.append(f"(it was already trusted by {already.describe()})")
     where = trust.store.path
-    lines.append(f"trusted {folder}: agy starts there without asking (stored in {where})")
+    lines.append(
+        f"trusted {visible(str(folder))}: agy starts there without asking while these files stay "
+        f"as they are (stored in {where})"
+    )
     return _OK, lines
+
+
+def runs_lines(runs: WorkspaceRuns, heading: str) -> list[str]:
+    """What a folder would make agy run, a line each under ``heading`` (none: no lines)."""
+    listed = runs.lines()
+    if not listed:
+        return []
+    return [heading, *(f"  ({number}) {line}" for number, line in enumerate(listed, 1))]
+
+
+def _still(folder: str, entry: dict[str, object]) -> str:
+    """Whether a remembered yes still covers what ``folder`` holds."""
+    if not isinstance(entry.get("digest"), str):
+        return " — asks again: kept without a record of what it covered"
+    if workspace_runs(Path(folder)).digest != entry["digest"]:
+        return " — asks again: what it makes agy run changed since"
+    return ""
 
 
 def forget_folder(config: AgyConfig, folder: Path, env: Mapping[str, str]) -> tuple[int, list[str]]:

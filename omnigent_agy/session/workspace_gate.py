@@ -8,7 +8,9 @@
   ``.agents/mcp_config.json`` makes agy start the repository's commands (§9), so agy starts
   only in a workspace the person's own agy already trusts, the operator lists, or the person
   trusts on agy's own dialog, shown as a card (:func:`admit`) and remembered
-  (`agy.trust.TrustStore`). "No, exit" ends the turn and starts nothing.
+  (`agy.trust.TrustStore`). "No, exit" ends the turn and starts nothing. The card names what
+  would run (its MCP servers and hooks, `agy.workspace_runs`), and the person's yes covers
+  only that: different contents are asked about again, naming what changed.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from omnigent_agy.agy.trust import (
     TrustSource,
     WorkspaceNotTrustedError,
     WorkspaceTrust,
-    workspace_servers,
+    why_asked_again,
 )
 from omnigent_agy.agy.workspace import AgyWorkspace, prepare_workspace
+from omnigent_agy.agy.workspace_runs import WorkspaceRuns, workspace_runs
 from omnigent_agy.interactions.prompts import (
     HostPrompts,
     PromptUnavailableError,
@@ -61,7 +64,7 @@ class WorkspaceGate:
         self._home = home
         self._env = env
         self._seeded = seeded
-        self._answered: set[Path] = set()
+        self._answered: dict[Path, WorkspaceRuns] = {}
         self.workspace = AgyWorkspace(workspace, workspace)
         """The person's workspace and the path agy is given for it (after `prepare`)."""
 
@@ -79,31 +82,54 @@ class WorkspaceGate:
         own dialog asks in its terminal)."""
         return self._seeded
 
-    def trusted_by(self) -> TrustedBy | None:
-        """Who trusts the workspace now, or None; TrustFileError when the remembered answers
-        cannot be read."""
-        person = self.workspace.person
-        if person in self._answered:
-            return TrustedBy(TrustSource.ANSWER, "on the card in this conversation")
-        return self._trust.trusted_by(person)
+    def runs(self) -> WorkspaceRuns:
+        """What trusting the workspace lets agy run, read now."""
+        return workspace_runs(self.workspace.person)
 
-    def answered_yes(self, *, conversation_id: str) -> None:
-        """The person chose "Yes, I trust this folder": remembered for the next turns and,
-        with a store, for every later conversation on this folder."""
+    def trusted_by(self, runs: WorkspaceRuns | None = None) -> TrustedBy | None:
+        """Who trusts the workspace holding ``runs`` (read now when not given), or None;
+        TrustFileError when the remembered answers cannot be read."""
         person = self.workspace.person
-        self._answered.add(person)
+        now = runs if runs is not None else workspace_runs(person)
+        answered = self._answered.get(person)
+        if answered is not None and answered.digest == now.digest:
+            return TrustedBy(TrustSource.ANSWER, "on the card in this conversation")
+        return self._trust.trusted_by(person, now)
+
+    def asked_again(self, runs: WorkspaceRuns) -> str | None:
+        """Why the person, who trusted the workspace before, is asked again; None if never."""
+        person = self.workspace.person
+        answered = self._answered.get(person)
+        if answered is not None:
+            return why_asked_again(answered.record(), runs)
+        earlier = self._trust.earlier_answer(person)
+        return None if earlier is None else why_asked_again(earlier, runs)
+
+    def answered_yes(self, runs: WorkspaceRuns, *, conversation_id: str) -> None:
+        """The person chose "Yes, I trust this folder" on a card showing ``runs``: remembered,
+        for those contents, for the next turns and, with a store, for every later
+        conversation on this folder."""
+        person = self.workspace.person
+        self._answered[person] = runs
         if self._trust.store is not None:
-            self._trust.store.remember(person, by=f"the card in conversation {conversation_id}")
+            by = f"the card in conversation {conversation_id}"
+            self._trust.store.remember(person, by=by, runs=runs)
 
     def require_trust(self) -> None:
         """Raise WorkspaceNotTrustedError unless the workspace is trusted; then the seed puts
         agy's spelling of it into ``trustedWorkspaces``. Called right before a launch."""
         if not self._seeded:
             return
-        trusted = self.trusted_by()
+        runs = self.runs()
+        trusted = self.trusted_by(runs)
         if trusted is None:
+            why = (
+                "nobody trusts {} yet"
+                if self.asked_again(runs) is None
+                else ("what {} makes agy run changed since it was trusted")
+            )
             raise WorkspaceNotTrustedError(
-                f"nobody trusts {self.workspace.person} yet, so agy was not started there",
+                why.format(self.workspace.person) + ", so agy was not started there",
                 workspace=self.workspace.person,
             )
         _logger.info("workspace %s trusted by %s", self.workspace.person, trusted.describe())
@@ -121,9 +147,13 @@ async def admit(
     dialog before any agy starts. "No, exit" (or a closed card) raises
     WorkspaceNotTrustedError, after stopping an agy already running there (``stop_agy``)."""
     where = await asyncio.to_thread(gate.prepare)
-    if not gate.decides or await asyncio.to_thread(gate.trusted_by) is not None:
+    if not gate.decides:
         return
-    card = TrustCard(str(where.person), await asyncio.to_thread(workspace_servers, where.person))
+    runs = await asyncio.to_thread(gate.runs)
+    if await asyncio.to_thread(gate.trusted_by, runs) is not None:
+        return
+    again = await asyncio.to_thread(gate.asked_again, runs)
+    card = TrustCard(str(where.person), runs.lines(), again)
     try:
         answer = await prompts.ask_trust(card)
     except PromptUnavailableError as exc:
@@ -133,7 +163,7 @@ async def admit(
         ) from None
     if answer is TrustAnswer.TRUST:
         _logger.info("the person trusted workspace %s on the card", where.person)
-        await asyncio.to_thread(gate.answered_yes, conversation_id=conversation_id)
+        await asyncio.to_thread(gate.answered_yes, runs, conversation_id=conversation_id)
         return
     # agy's "No, exit": an agy already here (trusted before, since revoked) goes too.
     await stop_agy()

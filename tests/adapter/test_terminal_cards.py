@@ -215,6 +215,15 @@ def test_each_kind_of_card_has_a_phase_of_its_own() -> None:
     assert all(phase and phase.startswith("agy_") for phase in [*kinds, *trust])
 
 
+def test_the_repls_approve_always_never_covers_changed_contents() -> None:
+    # `a` remembers a card's phase for the REPL's run: a folder asked again because what it
+    # would run changed must not be answered by an `a` given for what it ran before.
+    before = TrustCard("/work/a", ('runs "./x" — hook "Stop"',))
+    after = TrustCard("/work/a", ('runs "./x" — hook "Stop"', 'runs "./y" — hook "Stop"'))
+    phases = {trust_params(card, harness_label="A").phase for card in (before, after)}
+    assert len(phases) == 2
+
+
 def test_the_trust_card_is_yes_on_the_repls_y() -> None:
     params = trust_params(TrustCard("/work/a"), harness_label="Antigravity CLI")
     assert repl_accepts(params) == {"answer": YES_TRUST}

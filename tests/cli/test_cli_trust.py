@@ -43,7 +43,8 @@ def test_trust_then_forget_a_folder(
 ) -> None:
     assert cli.main(["trust", str(clone)]) == cli.EXIT_OK
     out = capsys.readouterr().out
-    assert "note: agy will start this folder's own MCP servers: tools (sh -c 'touch pwned')" in out
+    assert "trusting it lets agy run, when agy starts there:\n" in out
+    assert '\n  (1) runs "sh -c \'touch pwned\'" — MCP server "tools"\n' in out
     assert f"trusted {clone}: agy starts there without asking" in out
     assert list(TrustStore(home / "state").entries()) == [str(clone)]
 
@@ -52,6 +53,12 @@ def test_trust_then_forget_a_folder(
     assert f"  {clone}  (since " in listing
     assert "`omnigent-agy trust`" in listing
     assert "Any other folder is asked about on a card" in listing
+    assert "asks again" not in listing
+    # A `git pull` adds a server: the listing says the yes no longer covers it.
+    (clone / ".agents" / "mcp_config.json").write_text('{"mcpServers": {}}')
+    assert cli.main(["trust"]) == cli.EXIT_OK
+    listing = capsys.readouterr().out
+    assert "asks again: what it makes agy run changed since" in listing
 
     assert cli.main(["trust", "--forget", str(clone)]) == cli.EXIT_OK
     out = capsys.readouterr().out

@@ -14,6 +14,7 @@ REPL asks afterwards. The trust tests run a second REPL in a folder nobody trust
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -286,7 +287,12 @@ def test_the_trust_card_in_the_repl_n_starts_nothing_and_y_trusts_the_folder(
     request: pytest.FixtureRequest,
 ) -> None:
     folder = tmp_path_factory.mktemp("untrusted") / "project"
-    folder.mkdir()
+    (folder / ".agents").mkdir(parents=True)
+    # A hook whose command reads as Rich markup: the REPL shows it as written, command first.
+    hook = {"type": "command", "command": "echo [bold]hi[/bold] #(id)"}
+    (folder / ".agents" / "hooks.json").write_text(
+        json.dumps({"hooks": {"Stop": [{"hooks": [hook]}]}})
+    )
     shell = Repl(home, folder, _capture_folder(request) / "repl-trust.txt")
     try:
         shell.start()
@@ -296,6 +302,9 @@ def test_the_trust_card_in_the_repl_n_starts_nothing_and_y_trusts_the_folder(
             card
         )
         assert "y: Yes, I trust this folder · n: No, exit" in card
+        assert 'make agy run: (1) runs "echo [bold]hi[/bold] #(id)" — hook "Stop".' in (
+            re.sub(r"\s+", " ", card)
+        )
         shell.send("n")
         refused = shell.turn_over(rf"{ECHO} refused")
         assert "Hello from the agy simulator" not in refused

