@@ -1,7 +1,8 @@
 """``agy-sim``: a fake ``agy`` that takes agy's command line (docs/wire.md §1).
 
-``agy-sim --version`` and ``agy-sim [--output-format json] models`` answer at once; anything
-else starts the language server (``process``). The flags and switches are ``options``'s.
+``agy-sim --version``, ``agy-sim [--output-format json] models`` and ``agy-sim changelog``
+answer at once; anything else starts the language server (``process``). The flags and
+switches are ``options``'s.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agy_sim.catalog import ModelCatalog
+from agy_sim.changelog import changelog_output
 from agy_sim.options import TRUTHY, SimOptions, parse_options
 from agy_sim.tui import SIGN_IN_HINT
 
@@ -78,7 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if options.command == "models":
         return list_models(options)
-    # Imported here so --version and models stay quick and need no server stack.
+    if options.command == "changelog":
+        sys.stdout.write(changelog_output(options.sim_version))
+        return 0
+    # Imported here so --version, models and changelog stay quick and need no server stack.
     from agy_sim.process import run  # noqa: PLC0415
 
     return run(options)

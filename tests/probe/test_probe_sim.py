@@ -22,6 +22,7 @@ import pytest
 from conftest import REPO_ROOT
 from simproc import AGY_SIM
 
+from agy_sim.versions import DEFAULT_VERSION
 from omnigent_agy.onboarding.config import load_config
 from omnigent_agy.probe.consent import RESUME
 from omnigent_agy.probe.facts import Finding, Verdict
@@ -107,7 +108,7 @@ def test_the_probe_passes_against_agy_sim(tmp_path: Path, scratch_base: Path) ->
     report = probe(tmp_path)
     failed = {f.fact: f.seen for f in report.findings if f.verdict is Verdict.FAIL}
     assert failed.keys() == KNOWN_GAPS.keys(), failed
-    assert report.version == "1.2.5-sim"
+    assert report.version == DEFAULT_VERSION
     facts = by_fact(report.findings)
     for fact in (
         "agy starts",
@@ -218,7 +219,7 @@ def test_the_cli_without_a_terminal_spends_no_turn(tmp_path: Path) -> None:
         check=False,
     )
     assert ran.returncode == (1 if KNOWN_GAPS else 0), ran.stdout + ran.stderr
-    assert "omnigent-agy probe: agy 1.2.5-sim" in ran.stdout
+    assert f"omnigent-agy probe: agy {DEFAULT_VERSION}" in ran.stdout
     assert "not run: no terminal to ask (run with --yes to spend turns)" in ran.stdout
     assert "PASS  §1        CSRF: no header" in ran.stdout
     assert "starting agy as the plugin does" in ran.stderr
