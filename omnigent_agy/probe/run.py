@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omnigent_agy.onboarding.checks import CheckResult, Status, check_agy_version
+from omnigent_agy.onboarding.checks import CheckResult, Status, read_agy_version
 from omnigent_agy.onboarding.config import AgyConfig, AgyNotFoundError
 from omnigent_agy.onboarding.executable import resolve_executable
 from omnigent_agy.probe import extras, identity, methods, transport, unconfirmed
@@ -119,9 +119,9 @@ async def run_probe(settings: ProbeSettings, say: Say) -> ProbeReport:
         seen = str(exc.args[0])
         run.findings.append(Finding("agy executable", Verdict.FAIL, "agy found", seen, "§1"))
         return ProbeReport("not found", run.version, tuple(run.findings))
-    version = await asyncio.to_thread(check_agy_version, executable, env=settings.env)
-    run.version = version.summary.removesuffix(" (speaks CSRF)")
-    run.findings.append(_from_check(version, "§1"))
+    version = await asyncio.to_thread(read_agy_version, executable, env=settings.env)
+    run.version = version.shown or "unknown"
+    run.findings.append(_from_check(version.result, "§1"))
     command = (str(executable), *settings.config.args)
     recording = await _with_scratch(run, command)
     return ProbeReport(str(executable), run.version, tuple(run.findings), recording)

@@ -59,6 +59,7 @@ from omnigent_agy.session.send import cascade_summary, send_once, step_count
 from omnigent_agy.session.shown import ShownLedger
 from omnigent_agy.session.subagents import child_tool_calls
 from omnigent_agy.session.turns import AgyRestarted, Turn, TurnEvent
+from omnigent_agy.session.version_notice import VersionNotice
 from omnigent_agy.session.workspace_gate import admit, person_view
 
 __all__ = ["AgySession", "PreflightError", "SessionError", "SessionSettings"]
@@ -97,6 +98,8 @@ class AgySession:
         """The running turn, or the latest one (its model names the turn's usage)."""
         # omnigent's choice when it changed, else a switch typed in agy, else the same model.
         self._models = ModelChooser(self._binding.state)
+        # An agy of a version the plugin is not tested with is said once (version_notice).
+        self._version = VersionNotice(self._binding.state, settings.agy_version)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -185,10 +188,13 @@ class AgySession:
             conversation_id=self.settings.conversation_id,
             stop_agy=self._stop_untrusted,
         )
+        self._version.begin()  # while agy starts
         agy = await self.ensure_started()
         if agy.resumed_after is not None and agy.cascade_id is not None:
             yield AgyRestarted(agy.cascade_id, agy.resumed_after)
             agy.resumed_after = None
+        if agy.cascade_id is not None and (notice := await self._version.text(agy.cascade_id)):
+            yield notice
         catalog = await self.catalog()
         resolved = self._models.choose(catalog, turn.model, turn.effort, agy_pid=agy.pid)
         await self._binding.follow_clear()
