@@ -79,7 +79,10 @@ class VersionNotice:
         except Exception as exc:  # noqa: BLE001 - a notice is never worth the turn
             _logger.info("could not read agy's version: %s", exc)
             return None
-        write_private_file(self._file, json.dumps({"version": shown}), durable=False)
+        try:
+            write_private_file(self._file, json.dumps({"version": shown}), durable=False)
+        except OSError as exc:  # said again at the next turn, then
+            _logger.info("could not keep the agy version checked: %s", exc)
         version = parse_version(shown) if shown else None
         if shown is None or version is None or support(version) is not Support.UNTESTED:
             return None
