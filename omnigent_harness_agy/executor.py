@@ -44,7 +44,7 @@ from omnigent_agy.interactions.hooks import (
 )
 from omnigent_agy.onboarding.agy_home import gemini_seed, workspace_trust
 from omnigent_agy.onboarding.config import AgyConfig, ConfigError, load_config
-from omnigent_agy.onboarding.doctor import preflight
+from omnigent_agy.onboarding.doctor import preflight, read_agy_version
 from omnigent_agy.onboarding.executable import resolve_executable
 from omnigent_agy.onboarding.failures import gave_up_waiting_failure, model_error_failure
 from omnigent_agy.reading import events as ev
@@ -147,6 +147,7 @@ class AgyExecutor(Executor):
                     idle_timeout=_float_env(self._env, STREAM_IDLE_ENV, DEFAULT_IDLE_TIMEOUT)
                 ),
                 preflight=lambda: preflight(config, self._env),
+                agy_version=lambda: read_agy_version(executable, env=self._env).shown,
                 gemini_seed=gemini_seed(config, self._env, selection=_agent_selection(self._env)),
                 omnigent_tools=config.omnigent_tools,
                 trust=workspace_trust(config, self._env, self._state_base),

@@ -20,12 +20,20 @@ from waiting import wait_until
 
 from agy_sim.stack.homes import write_simulator
 from agy_sim.stack.local_stack import AGY_ACP_AGENT, TEST_SIMULATOR, LocalStack
+from agy_sim.versions import DEFAULT_VERSION
 from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
 SHARED = REPO_ROOT.parent / "shared"
 SHARED_RECORDED = SHARED / "agy-wire" / "recorded"
+
+
+@pytest.fixture
+def sim_version() -> str:
+    """The agy version agy-sim runs as for the harness tests; ``harnessproc.both_versions``
+    parametrizes it over every version the plugin is tested with."""
+    return DEFAULT_VERSION
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """``agy-sim``: a fake ``agy`` that takes agy's command line (docs/wire.md §1).
 
-``agy-sim --version`` and ``agy-sim [--output-format json] models`` answer at once;
-``agy-sim acp`` speaks the Agent Client Protocol on stdio (``acp_process``); anything else
-starts the language server (``process``). The flags and switches are ``options``'s.
+``agy-sim --version``, ``agy-sim [--output-format json] models`` and ``agy-sim changelog``
+answer at once; ``agy-sim acp`` speaks the Agent Client Protocol on stdio (``acp_process``);
+anything else starts the language server (``process``). The flags and switches are
+``options``'s.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agy_sim.catalog import ModelCatalog
+from agy_sim.changelog import changelog_output
 from agy_sim.options import TRUTHY, SimOptions, parse_options
 from agy_sim.tui import SIGN_IN_HINT
 
@@ -79,11 +81,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if options.command == "models":
         return list_models(options)
+    if options.command == "changelog":
+        sys.stdout.write(changelog_output(options.sim_version))
+        return 0
     if options.command == "acp":
         from agy_sim.acp_process import run_acp  # noqa: PLC0415 - only this command needs it
 
         return run_acp(options)
-    # Imported here so --version and models stay quick and need no server stack.
+    # Imported here so --version, models and changelog stay quick and need no server stack.
     from agy_sim.process import run  # noqa: PLC0415
 
     return run(options)

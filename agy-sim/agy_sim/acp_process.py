@@ -17,24 +17,23 @@ from typing import IO, Final
 from agy_sim.acp_agent import AcpAgent
 from agy_sim.acp_wire import LINE_LIMIT, JsonRpcPeer
 from agy_sim.glog import GlogFormatter
-from agy_sim.options import SIM_VERSION, SimOptions, version_tuple
+from agy_sim.options import SimOptions
 from agy_sim.process import engine_settings, resolve_tui_model
+from agy_sim.versions import ACP
 
 _log = logging.getLogger("agy-sim.acp")
 
 #: How long the prompts of stopped turns get to answer before the process ends.
 DRAIN_SECONDS: Final = 2.0
-#: The first agy with `agy acp` (third-party reports; docs/simulator.md, "agy-sim acp").
-ACP_SINCE: Final = (1, 4, 12)
 
 
 def run_acp(options: SimOptions) -> int:
     """Serve ACP on this process's stdio; the exit status.
 
     A ``--sim-version`` older than 1.4.12 has no ``acp`` command, as that agy had none (what
-    it printed is not recorded); the simulator's own default version is let through.
+    it printed is not recorded).
     """
-    if options.version != SIM_VERSION and version_tuple(options.version) < ACP_SINCE:
+    if not options.at_least(ACP):
         sys.stderr.write(
             f"agy-sim: agy {options.version} has no acp command (agy acp arrived in 1.4.12)\n"
         )

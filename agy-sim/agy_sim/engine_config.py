@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from agy_sim.catalog import DEFAULT_MODEL_ENUM, DEFAULT_MODELS, CatalogModel
 from agy_sim.turn_api import ScenarioKnobs
+from agy_sim.versions import DEFAULT, Version, at_least
 
 __all__ = ["EngineSettings", "IdSource"]
 
@@ -37,6 +38,11 @@ class EngineSettings:
     debug_rpc: bool = False  # also register SimulatorSnapshot (not an agy method)
     history_steps: int = 0  # finished steps the TUI's cascade starts with (history.py)
     frame_log: str = ""  # append a line per stream frame sent here (frame_log.py; "" = none)
+    sim_version: Version = DEFAULT  # the agy it runs as (versions.py)
+
+    def at_least(self, feature: Version) -> bool:
+        """Whether the agy this runs as has ``feature`` (a first version of ``versions``)."""
+        return at_least(self.sim_version, feature)
 
     @property
     def knobs(self) -> ScenarioKnobs:

@@ -6,6 +6,7 @@
     agy-sim --version
     agy-sim [--output-format json] models
     agy-sim acp [--sim-... switches]          (the Agent Client Protocol on stdio)
+    agy-sim changelog
 
 Switches that exist only in the simulator start with ``--sim-`` and each has an
 ``AGY_SIM_*`` environment variable (the flag wins), so a launcher that passes agy's own
@@ -16,8 +17,6 @@ these options ask for; ``process`` runs the language server with them.
 from __future__ import annotations
 
 import argparse
-import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +24,21 @@ from typing import Final
 
 from agy_sim.faults import FaultConfigError, FaultRule, control_file_for, parse_spec
 from agy_sim.quota import QUOTA_SCENARIOS
+from agy_sim.versions import CHANGELOG, CSRF, DEFAULT_VERSION, Version, at_least, version_tuple
 from agy_sim.workspace import spelled_cwd
 
-SIM_VERSION: Final = "1.2.5-sim"
-# CSRF arrived in agy 1.2.2 (docs/wire.md §1): an older version enforces no token.
-FIRST_CSRF_VERSION: Final = (1, 2, 2)
+__all__ = [
+    "DEFAULT_STARTUP_DELAY",
+    "MODELS_FORMATS",
+    "SIM_VERSION",
+    "TRUTHY",
+    "SimOptions",
+    "build_parser",
+    "parse_options",
+    "version_tuple",
+]
+
+SIM_VERSION: Final = DEFAULT_VERSION
 # Real agy spends 7-9 s on an account eligibility check before it is ready (docs/wire.md §1).
 DEFAULT_STARTUP_DELAY: Final = 8.0
 
@@ -79,20 +88,22 @@ class SimOptions:
     resolved, so a dot-free link to a hidden folder is dropped too (an agy that would; §9)."""
 
     @property
+    def sim_version(self) -> Version:
+        """The version agy-sim runs as, as numbers (``versions.version_tuple``)."""
+        return version_tuple(self.version)
+
+    def at_least(self, feature: Version) -> bool:
+        """Whether the agy this runs as has ``feature`` (a first version of ``versions``)."""
+        return at_least(self.sim_version, feature)
+
+    @property
     def enforces_csrf(self) -> bool:
-        return version_tuple(self.version) >= FIRST_CSRF_VERSION
+        # CSRF arrived in agy 1.2.2 (docs/wire.md §1): an older version enforces no token.
+        return self.at_least(CSRF)
 
     def __repr__(self) -> str:  # never shows the token (docs/decisions.md §9)
         token = "set" if self.csrf_token else "unset"
         return f"SimOptions(command={self.command!r}, csrf_token={token}, version={self.version!r})"
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    """``"1.2.1-sim"`` → ``(1, 2, 1)``; no leading number counts as the newest."""
-    match = re.match(r"\d+(?:\.\d+)*", version.strip())
-    if match is None:
-        return (sys.maxsize,)
-    return tuple(int(part) for part in match.group(0).split("."))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,8 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "command",
         nargs="?",
-        choices=("models", "acp"),
-        help="models: list models; acp: the Agent Client Protocol on stdio",
+        choices=("models", "changelog", "acp"),
+        help=(
+            "models: list models; changelog: print the release notes (agy >= 1.3); "
+            "acp: the Agent Client Protocol on stdio"
+        ),
     )
     agy = parser.add_argument_group("agy's flags")
     agy.add_argument("--version", dest="show_version", action="store_true")
@@ -189,6 +203,10 @@ def parse_options(
         parser.error(
             "--output-format must come before the sub-command (agy --output-format json models)"
         )
+    version = args.sim_version or environ.get("AGY_SIM_VERSION") or SIM_VERSION
+    if args.command == "changelog" and not at_least(version, CHANGELOG):
+        # An agy before the command answers it as any unknown word (a guess, versions.py).
+        parser.error("argument command: invalid choice: 'changelog' (choose from 'models')")
     quota = args.sim_quota or environ.get("AGY_SIM_QUOTA") or "normal"
     if quota not in QUOTA_SCENARIOS:
         parser.error(f"AGY_SIM_QUOTA must be one of {', '.join(QUOTA_SCENARIOS)}")
@@ -270,7 +288,7 @@ def parse_options(
             args.sim_http1_only or environ.get("AGY_SIM_HTTP1_ONLY", "").lower() in TRUTHY
         ),
         frame_log=args.sim_frame_log or _path(environ.get("AGY_SIM_FRAME_LOG")),
-        version=args.sim_version or environ.get("AGY_SIM_VERSION") or SIM_VERSION,
+        version=version,
         output_format=args.output_format or "text",
         models_format=models_format,
         quota=quota,

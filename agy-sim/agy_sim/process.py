@@ -342,6 +342,7 @@ def engine_settings(options: SimOptions) -> EngineSettings:
         "store_dir": str(options.gemini_dir) if options.keeps_conversations else "",
         "resume_conversation": options.conversation or "",
         "frame_log": str(options.frame_log or ""),
+        "sim_version": options.sim_version,
     }
     if options.waiting_timeout is not None:
         values["waiting_timeout"] = options.waiting_timeout

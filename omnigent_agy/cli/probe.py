@@ -12,13 +12,14 @@ from omnigent_agy.onboarding.config import load_config
 
 PROBE_DESCRIPTION = """\
 Check your own agy against every wire fact omnigent-agy relies on (docs/probe.md): agy's
-process and log, TLS and HTTP versions, the CSRF header, each method the plugin calls and the
-fields it reads, and, if you agree (each costs a turn of your quota), a short streamed answer,
-a permission gate answered Deny, a question, a Stop, then /clear and a resumed conversation.
-agy runs as the plugin runs it: a fresh token, a private folder seeded from your ~/.gemini, a
-scratch workspace the probe makes and removes. Prints a PASS/FAIL/SKIP/INFO table and writes a
-redacted recording (no token, account or path of yours) to attach to a bug report. Exits 1 when
-a fact the plugin relies on failed."""
+version and release notes (agy changelog), process and log, TLS and HTTP versions, the CSRF
+header, each method the plugin calls and the fields it reads, a workspace in a hidden folder
+and a dot-free link to it, and, if you agree (each costs a turn of your quota), a short
+streamed answer, a permission gate answered Deny, a question, a Stop, then /clear and a resumed
+conversation. agy runs as the plugin runs it: a fresh token, a private folder seeded from your
+~/.gemini, a scratch workspace the probe makes and removes. Prints a PASS/FAIL/SKIP/INFO table
+and writes a redacted recording (no token, account or path of yours) to attach to a bug report.
+Exits 1 when a fact the plugin relies on failed."""
 
 
 def _probe(args: argparse.Namespace) -> int:

@@ -30,6 +30,13 @@ from pathlib import Path
 
 from omnigent_agy.agy.trampoline import TMUX_CLIENT_ENV
 from omnigent_agy.onboarding.agy_models import ModelsListing, parse_models_output
+from omnigent_agy.onboarding.agy_versions import (
+    TESTED_TEXT,
+    Support,
+    parse_version,
+    support,
+    untested_warning,
+)
 from omnigent_agy.onboarding.config import (
     ENV_ENABLED,
     KEY,
@@ -50,6 +57,7 @@ from omnigent_agy.onboarding.failures import (
 from omnigent_agy.onboarding.scrub import scrub
 
 __all__ = [
+    "AgyVersionCheck",
     "CheckResult",
     "Status",
     "check_agy_on_path",
@@ -60,6 +68,7 @@ __all__ = [
     "check_tmux",
     "judge_runtime",
     "parse_version",
+    "read_agy_version",
 ]
 
 OMNIGENT_RANGE = ((0, 19), (0, 20))  # pyproject: omnigent>=0.19,<0.20
@@ -68,7 +77,6 @@ MIN_TMUX = (3, 2, "a")  # libtmux's TMUX_MIN_VERSION
 VERSION_TIMEOUT = 15.0
 MODELS_TIMEOUT = 30.0  # `agy models` asks Google for the account's models
 _KILL_GRACE = 5.0
-_VERSION = re.compile(r"(?<![\d.])(\d+)\.(\d+)(?:\.(\d+))?")
 _TMUX_VERSION = re.compile(r"(\d+)\.(\d+)([a-z]?)")
 
 
@@ -181,44 +189,61 @@ def check_agy_on_path(config: AgyConfig, env: Mapping[str, str] | None = None) -
     )
 
 
-def parse_version(text: str) -> tuple[int, int, int] | None:
-    """``"1.2.5"``, ``"agy 1.2.7 (abc)"``, ``"1.2.5-sim"``, ``"v2.0"`` → a version tuple."""
-    match = _VERSION.search(text)
-    if match is None:
-        return None
-    return int(match[1]), int(match[2]), int(match[3] or 0)
+@dataclass(frozen=True, slots=True)
+class AgyVersionCheck:
+    """The doctor's line for ``agy --version`` and the version it read (``shown``: the line
+    agy printed, scrubbed; None when none could be read)."""
+
+    result: CheckResult
+    shown: str | None = None
+    number: tuple[int, int, int] | None = None
 
 
-def check_agy_version(
+def read_agy_version(
     executable: Path, *, timeout: float = VERSION_TIMEOUT, env: Mapping[str, str] | None = None
-) -> CheckResult:
-    """``agy --version`` is at least ``MIN_AGY_VERSION`` (the first that takes a CSRF token)."""
-    name = "agy version"
+) -> AgyVersionCheck:
+    """``agy --version``, judged against the versions the plugin supports (``agy_versions``):
+    older than ``MIN_AGY_VERSION`` fails, outside the tested range warns, unreadable warns."""
+    name, broken = "agy version", None
     try:
         ran = _run([str(executable), "--version"], timeout=timeout, env=env)
     except OSError as exc:
-        return _from_failure(name, AGY_LAUNCH_FAILED.failure(f"cannot run {executable}: {exc}"))
-    if ran.returncode is None:
-        return _from_failure(
-            name, AGY_LAUNCH_FAILED.failure(f"`agy --version` did not finish within {timeout:g} s")
-        )
-    if ran.returncode != 0:
-        return _from_failure(name, AGY_LAUNCH_FAILED.failure(_exited("agy --version", ran)))
+        ran, broken = _Ran(1, "", ""), f"cannot run {executable}: {exc}"
+    else:
+        if ran.returncode is None:
+            broken = f"`agy --version` did not finish within {timeout:g} s"
+        elif ran.returncode != 0:
+            broken = _exited("agy --version", ran)
+    if broken is not None:
+        return AgyVersionCheck(_from_failure(name, AGY_LAUNCH_FAILED.failure(broken)))
     # The first line that carries a version (a build may add commit and date lines).
     lines = [_tail(line) for line in (ran.stdout + "\n" + ran.stderr).splitlines()]
     shown = next((line for line in lines if parse_version(line)), None) or _tail(ran.stdout)
     version = parse_version(shown)
     if version is None:
-        return CheckResult(
+        unread = CheckResult(
             name,
             Status.WARN,
             f"cannot read a version in {shown!r}",
             f"omnigent-agy needs agy >= {'.'.join(map(str, MIN_AGY_VERSION))}; check "
             "`agy --version` by hand",
         )
-    if version < MIN_AGY_VERSION:
-        return _from_failure(name, too_old_failure(shown))
-    return CheckResult(name, Status.OK, f"{shown} (speaks CSRF)")
+        return AgyVersionCheck(unread)
+    verdict = support(version)
+    if verdict is Support.TOO_OLD:
+        return AgyVersionCheck(_from_failure(name, too_old_failure(shown)), shown, version)
+    if verdict is Support.UNTESTED:
+        summary, remedy = untested_warning(shown)
+        return AgyVersionCheck(CheckResult(name, Status.WARN, summary, remedy), shown, version)
+    tested = CheckResult(name, Status.OK, f"{shown} (tested: {TESTED_TEXT})")
+    return AgyVersionCheck(tested, shown, version)
+
+
+def check_agy_version(
+    executable: Path, *, timeout: float = VERSION_TIMEOUT, env: Mapping[str, str] | None = None
+) -> CheckResult:
+    """The doctor's line of :func:`read_agy_version`."""
+    return read_agy_version(executable, timeout=timeout, env=env).result
 
 
 def check_signed_in(

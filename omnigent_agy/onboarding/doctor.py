@@ -35,6 +35,7 @@ from omnigent_agy.onboarding.checks import (
     check_tmux,
     judge_runtime,
     parse_version,
+    read_agy_version,
 )
 from omnigent_agy.onboarding.config import AgyConfig, ConfigError, load_config
 from omnigent_agy.onboarding.executable import resolve_executable
@@ -66,6 +67,7 @@ __all__ = [
     "parse_version",
     "plugin_checks",
     "preflight",
+    "read_agy_version",
     "render",
     "render_json",
     "run_doctor",

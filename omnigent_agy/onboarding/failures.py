@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from omnigent_agy import TMUX_SOCKET
+from omnigent_agy.onboarding.agy_versions import MIN_AGY_VERSION
 from omnigent_agy.onboarding.config import ENV_PATH, KEY
 from omnigent_agy.onboarding.executable import INSTALL_HINT
 from omnigent_agy.onboarding.scrub import clip, scrub
@@ -34,8 +35,6 @@ __all__ = [
     "too_old_failure",
 ]
 
-# agy learned --csrf_token in 1.2.2 (docs/wire.md §1); an older agy answers every port to anyone.
-MIN_AGY_VERSION = (1, 2, 2)
 _DOCTOR = "`omnigent-agy doctor`"
 
 

@@ -8,7 +8,8 @@ read it as they read the project's own captures (fixtures/recorded_steps/README.
 - ``<turn>.stream.json``: the StreamAgentStateUpdates frames of the turn, in order;
 - ``calls.json``: every call the probe made, in order, with agy's answer or error;
 - ``log.txt``: the lines of agy's log the probe read;
-- ``probe.json``: agy's version, the findings, and what was redacted;
+- ``probe.json``: agy's version, the first lines of ``agy changelog``, the findings, and what
+  was redacted;
 - ``README.md``: the table as the probe printed it.
 
 Everything goes through the run's `redact.Redactor` as it is recorded; a secret learnt later
@@ -60,6 +61,7 @@ class Recorder:
         self._calls: list[dict[str, Any]] = []
         self._turns: dict[str, _Turn] = {}
         self._log: list[str] = []
+        self._printed: dict[str, list[str]] = {}
 
     @property
     def redactor(self) -> Redactor:
@@ -112,6 +114,10 @@ class Recorder:
     def log_lines(self, lines: Iterable[str]) -> None:
         self._log += [self._redactor.text(line) for line in lines]
 
+    def printed(self, command: str, lines: Iterable[str]) -> None:
+        """What an agy command printed (``agy changelog``'s first lines), for probe.json."""
+        self._printed[command] = [self._redactor.text(line) for line in lines]
+
     def write(
         self,
         folder: Path,
@@ -156,6 +162,7 @@ class Recorder:
         header = {
             "format": FORMAT,
             "agyVersion": self._redactor.text(agy_version),
+            "agyPrinted": self._printed,
             "recordedAt": datetime.now(UTC).isoformat(timespec="seconds"),
             "python": platform.python_version(),
             "system": f"{platform.system()} {platform.machine()}",

@@ -18,13 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from omnigent_agy.agy.gemini_home import person_gemini_dir
-from omnigent_agy.onboarding.checks import CheckResult, Status, check_agy_version
+from omnigent_agy.onboarding.agy_versions import TESTED_TEXT
+from omnigent_agy.onboarding.checks import CheckResult, Status, read_agy_version
 from omnigent_agy.onboarding.config import AgyConfig, AgyNotFoundError
 from omnigent_agy.onboarding.executable import resolve_executable
 from omnigent_agy.probe import extras, identity, methods, transport, unconfirmed
+from omnigent_agy.probe.changelog import read_changelog
 from omnigent_agy.probe.facts import Finding, ProbeError, Seen, Verdict
 from omnigent_agy.probe.gate_checks import check_command, check_deny, check_question
 from omnigent_agy.probe.held import held_values
+from omnigent_agy.probe.hidden import check_hidden_workspace
 from omnigent_agy.probe.observations import Observations
 from omnigent_agy.probe.recording import Recorder, RecordingLeakError
 from omnigent_agy.probe.redact import Redactor
@@ -100,16 +103,19 @@ class _Run:
     observations: Observations = field(default_factory=Observations)
     recorder: Recorder | None = None
     version: str = "unknown"
+    changelog: tuple[str, ...] = ()
 
 
-def _from_check(result: CheckResult, section: str) -> Finding:
+def _from_check(
+    result: CheckResult, section: str, expected: str = "as the plugin needs it"
+) -> Finding:
     verdict = {
         Status.OK: Verdict.PASS,
         Status.FAIL: Verdict.FAIL,
         Status.WARN: Verdict.INFO,
         Status.SKIP: Verdict.SKIP,
     }[result.status]
-    return Finding(result.name, verdict, "as the plugin needs it", result.summary, section)
+    return Finding(result.name, verdict, expected, result.summary, section)
 
 
 async def run_probe(settings: ProbeSettings, say: Say) -> ProbeReport:
@@ -121,9 +127,13 @@ async def run_probe(settings: ProbeSettings, say: Say) -> ProbeReport:
         seen = str(exc.args[0])
         run.findings.append(Finding("agy executable", Verdict.FAIL, "agy found", seen, "§1"))
         return ProbeReport("not found", run.version, tuple(run.findings))
-    version = await asyncio.to_thread(check_agy_version, executable, env=settings.env)
-    run.version = version.summary.removesuffix(" (speaks CSRF)")
-    run.findings.append(_from_check(version, "§1"))
+    version = await asyncio.to_thread(read_agy_version, executable, env=settings.env)
+    run.version = version.shown or "unknown"
+    tested = f"a version the plugin is tested with: agy {TESTED_TEXT} (1.2.2 at least)"
+    run.findings.append(_from_check(version.result, "§1, §10", tested))
+    changelog = await asyncio.to_thread(read_changelog, executable, settings.env)
+    run.findings.append(changelog.finding)
+    run.changelog = changelog.lines
     command = (str(executable), *settings.config.args)
     recording = await _with_scratch(run, command)
     return ProbeReport(str(executable), run.version, tuple(run.findings), recording)
@@ -152,6 +162,7 @@ async def _with_scratch(run: _Run, command: tuple[str, ...]) -> Path | None:
         names=(getpass.getuser(), socket.gethostname()),
     )
     run.recorder = Recorder(redactor)
+    run.recorder.printed("agy changelog", run.changelog)
     try:
         await _with_agy(run, agys)
     finally:
@@ -224,6 +235,8 @@ async def _with_agy(run: _Run, agys: ProbeAgy) -> None:
         run.findings.append(
             Finding("resume: --conversation on a copy", Verdict.SKIP, "", why, "§7, §9")
         )
+    run.say("starting agy in a hidden folder and in a dot-free link to it…")
+    run.findings += await check_hidden_workspace(agys)
     run.findings += run.observations.field_findings()
 
 

@@ -109,24 +109,27 @@ class ProbeAgy:
         """The TLS check on the port agy's log announced, made while agy starts: when the
         plugin's own client cannot talk to agy at all (say, HTTP/1.1 only), it says why."""
 
-    def seed(self, state: SessionStateDir) -> list[CheckResult]:
+    def seed(self, state: SessionStateDir, workspace: Path | None = None) -> list[CheckResult]:
         """Seed agy's private folder as a conversation's is (no omnigent tools: there is no
-        omnigent here) and check it as agy will see it."""
+        omnigent here) and check it as agy will see it; `workspace`: another of the probe's
+        own folders than its scratch workspace, as spelled."""
         # The probe's own empty scratch folder: nothing of a repository's is in it to trust
         # or not (docs/decisions.md §11), so it is trusted as the person's would be.
-        seed = replace(
-            gemini_seed(self._config, self._env), trusted_workspace=self.scratch.workspace
-        )
+        folder = workspace or self.scratch.workspace
+        seed = replace(gemini_seed(self._config, self._env), trusted_workspace=folder)
         seed_gemini_dir(state.gemini_dir, seed, fresh=True)
-        return check_gemini_dir(state.gemini_dir, self.scratch.workspace, self._env)
+        return check_gemini_dir(state.gemini_dir, folder, self._env)
 
-    async def start(self, name: str, *, extra_flags: tuple[str, ...] = ()) -> Started:
-        """agy started by the launcher in state folder `name` (seeded before), ready: its port
-        answers Heartbeat with the token (docs/wire.md §1)."""
+    async def start(
+        self, name: str, *, extra_flags: tuple[str, ...] = (), workspace: Path | None = None
+    ) -> Started:
+        """agy started by the launcher in state folder `name` (seeded before), in `workspace`
+        as spelled (the scratch workspace by default), ready: its port answers Heartbeat with
+        the token (docs/wire.md §1)."""
         state = self.scratch.state(name)
         spec = AgyLaunchSpec(
             command=self.command,
-            workspace=self.scratch.workspace,
+            workspace=workspace or self.scratch.workspace,
             state_dir=state,
             extra_flags=extra_flags,
             env=self._env,

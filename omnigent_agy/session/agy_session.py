@@ -60,6 +60,7 @@ from omnigent_agy.session.send import cascade_summary, send_once, step_count
 from omnigent_agy.session.shown import ShownLedger
 from omnigent_agy.session.subagents import child_tool_calls
 from omnigent_agy.session.turns import AgyRestarted, ConversationLost, Turn, TurnEvent
+from omnigent_agy.session.version_notice import VersionNotice
 from omnigent_agy.session.workspace_gate import admit, person_view
 
 __all__ = ["AgySession", "PreflightError", "SessionError", "SessionSettings"]
@@ -98,6 +99,8 @@ class AgySession:
         """The running turn, or the latest one (its model names the turn's usage)."""
         # omnigent's choice when it changed, else a switch typed in agy, else the same model.
         self._models = ModelChooser(self._binding.state)
+        # An agy of a version the plugin is not tested with is said once (version_notice).
+        self._version = VersionNotice(self._binding.state, settings.agy_version)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -175,6 +178,21 @@ class AgySession:
         finally:
             await asyncio.to_thread(self._lease.end_turn)
 
+    async def _notices(self, agy: AgyProcess, turn: Turn) -> AsyncIterator[TurnEvent]:
+        """What the person is told ahead of agy's answer: agy restarted under the conversation,
+        a conversation agy would not go on from, an agy outside the tested versions."""
+        if agy.resumed_after is not None and agy.cascade_id is not None:
+            yield AgyRestarted(agy.cascade_id, agy.resumed_after)
+            agy.resumed_after = None
+        lost, self._binding.lost = self._binding.lost, None
+        if lost is not None and agy.cascade_id is not None:
+            # The person was told this message goes on from that conversation: it cannot.
+            carried = turn.carry_anew() if turn.carry_anew is not None else Carried(turn.text)
+            turn.text = carried.prompt
+            yield ConversationLost(lost[0], agy.cascade_id, lost[1], carried.messages)
+        if agy.cascade_id is not None and (notice := await self._version.text(agy.cascade_id)):
+            yield notice
+
     async def _run_turn(self, turn: Turn, *, inherited: bool) -> AsyncIterator[TurnEvent]:
         """`inherited`: the harness process of the turn before died during it (see run_turn)."""
         home = self._binding.home
@@ -186,16 +204,10 @@ class AgySession:
             conversation_id=self.settings.conversation_id,
             stop_agy=self._stop_untrusted,
         )
+        self._version.begin()  # while agy starts
         agy = await self.ensure_started()
-        if agy.resumed_after is not None and agy.cascade_id is not None:
-            yield AgyRestarted(agy.cascade_id, agy.resumed_after)
-            agy.resumed_after = None
-        lost, self._binding.lost = self._binding.lost, None
-        if lost is not None and agy.cascade_id is not None:
-            # The person was told this message goes on from that conversation: it cannot.
-            carried = turn.carry_anew() if turn.carry_anew is not None else Carried(turn.text)
-            turn.text = carried.prompt
-            yield ConversationLost(lost[0], agy.cascade_id, lost[1], carried.messages)
+        async for notice in self._notices(agy, turn):
+            yield notice
         catalog = await self.catalog()
         resolved = self._models.choose(catalog, turn.model, turn.effort, agy_pid=agy.pid)
         await self._binding.follow_clear()

@@ -106,6 +106,9 @@ class SessionSettings:
     preflight: Callable[[], Failure | None] | None = None
     """Blocking checks before launching agy (run in a thread): the first failure, or None.
     When set, agy's gemini dir is checked too (signed in, trusted, settings valid)."""
+    agy_version: Callable[[], str | None] | None = None
+    """agy's version line (``agy --version``), read in a thread once per conversation: an
+    untested version is said at that turn (`version_notice`); None: not checked."""
     gemini_seed: GeminiSeed | None = None
     """What agy's private gemini dir is seeded with (docs/wire.md §1b); None: left as it is."""
     omnigent_tools: bool = False

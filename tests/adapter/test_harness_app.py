@@ -2,7 +2,8 @@
 
 omnigent's own ExecutorAdapter (built by `create_app()`) is served on loopback; agy-sim runs
 as a separate process in a private tmux server, started by the executor exactly as a real agy
-would be (OMNIGENT_AGY_CLI_PATH points at it).
+would be (OMNIGENT_AGY_CLI_PATH points at it). The gate, sub-agent and resume cases run as
+each agy version the plugin is tested with (`both_versions`: agy-sim as 1.5.16 and 1.2.14).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import psutil
 import pytest
-from harnessproc import runner_env
+from harnessproc import both_versions, runner_env
 from list_price import list_price, model_names
 from omnigent.community.harness.agy.app import create_app
 from simproc import AGY_SIM
@@ -36,9 +37,12 @@ pytestmark = pytest.mark.tmux
 
 
 @pytest.fixture
-def agy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """The environment a runner would give the harness, pointed at agy-sim."""
-    with runner_env(tmp_path, monkeypatch) as values:
+def agy_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim_version: str
+) -> Iterator[dict[str, str]]:
+    """The environment a runner would give the harness, pointed at agy-sim (as agy
+    `sim_version`)."""
+    with runner_env(tmp_path, monkeypatch, sim_version) as values:
         yield values
 
 
@@ -158,6 +162,7 @@ def test_tool_calls_and_their_output_appear_as_items(
     assert any("README.md" in o["output"] for o in outputs)
 
 
+@both_versions
 def test_an_approval_card_round_trips_and_a_denial_does_not_end_the_turn(
     harness: HarnessServer, agy_env: dict[str, str]
 ) -> None:
@@ -183,6 +188,7 @@ def test_an_approval_card_round_trips_and_a_denial_does_not_end_the_turn(
     assert commands[-1]["runCommand"].get("userRejected") is True
 
 
+@both_versions
 def test_a_question_round_trips(harness: HarnessServer, agy_env: dict[str, str]) -> None:
     turn = harness.turn("ask me a question")
     card = turn.until("response.elicitation_request")
@@ -230,6 +236,7 @@ def test_interrupt_yields_cancelled_and_agy_stops(
     assert planner[-1]["status"] == "CORTEX_STEP_STATUS_CANCELED"
 
 
+@both_versions
 def test_interrupt_during_a_pending_approval_denies_it(
     harness: HarnessServer, agy_env: dict[str, str]
 ) -> None:
@@ -297,7 +304,10 @@ def test_a_second_turn_sends_only_the_new_message(
     assert texts == ["first message", "second message"]
 
 
-def test_a_respawned_harness_reattaches_without_duplicates(agy_env: dict[str, str]) -> None:
+@both_versions
+def test_a_respawned_harness_reattaches_without_duplicates(
+    agy_env: dict[str, str], sim_version: str
+) -> None:
     conversation = f"conv_{uuid.uuid4().hex[:12]}"
     with HarnessServer(create_app(), conversation) as first:
         first.turn("first message").until("response.completed")
@@ -318,6 +328,7 @@ def test_a_respawned_harness_reattaches_without_duplicates(agy_env: dict[str, st
         ]
         assert len(answers) == 2
         assert turn.text() == answers[-1]
+    assert runs_as(agy_env, conversation) == sim_version
 
 
 def test_a_message_sent_during_a_turn_steers_it(
@@ -558,6 +569,33 @@ def test_a_model_switched_in_agys_own_screen_holds_until_omnigents_choice_change
     )
 
 
+def runs_as(env: dict[str, str], conversation_id: str) -> str:
+    """The version the conversation's agy logged (`Language server version: …`)."""
+    text = Path(agy_record(env, conversation_id).log_file).read_text(encoding="utf-8")
+    found = re.search(r"Language server version: (\S+)", text)
+    assert found, text
+    return found.group(1)
+
+
+@both_versions
+def test_a_sub_agent_turn_shows_the_sub_agent_and_the_parents_answer(
+    harness: HarnessServer, agy_env: dict[str, str], sim_version: str
+) -> None:
+    """agy's sub-agent reaches omnigent as a sub-agent that starts, calls its tool and
+    completes, and the parent's answer follows (the turn is not held by the child)."""
+    turn = harness.turn("Please use a sub-agent.")
+    started = turn.until("subagent.started")
+    child = started["child_key"]
+    completed = turn.until("subagent.completed", lambda e: e.get("child_key") == child)
+    turn.until("response.completed")
+    assert completed.get("ok") is True, completed
+    calls = [e for e in turn.events if e.get("type") == "subagent.tool_call"]
+    assert [c["child_key"] for c in calls] == [child], calls
+    assert "The sub-agent reported:" in turn.text()
+    assert runs_as(agy_env, harness.conversation_id) == sim_version
+
+
+@both_versions
 def test_a_card_open_when_the_harness_restarted_is_asked_again(agy_env: dict[str, str]) -> None:
     conversation = f"conv_{uuid.uuid4().hex[:12]}"
     with HarnessServer(create_app(), conversation) as first:
@@ -577,6 +615,7 @@ def test_a_card_open_when_the_harness_restarted_is_asked_again(agy_env: dict[str
     assert texts == ["run: echo left waiting", "are you still there?"]
 
 
+@both_versions
 def test_a_card_answered_after_agys_gate_timed_out_is_one_call(
     harness: HarnessServer, agy_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,7 +3,8 @@ and the next turn starts agy again on the same conversation, with its history, p
 nothing twice (issue 14).
 
 The limits come from the environment (OMNIGENT_AGY_CLI_IDLE_STOP_AFTER), as a harness
-process started without a config file would read them.
+process started without a config file would read them. The resume runs as each agy version
+the plugin is tested with (`both_versions`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
+from harnessproc import both_versions
 from omnigent.community.harness.agy.app import create_app
 from simproc import harness_env
 from waiting import wait_until
@@ -30,10 +32,17 @@ pytestmark = pytest.mark.tmux
 
 
 @pytest.fixture
-def short_lived_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A harness environment pointed at agy-sim whose agys are stopped after 3 s idle."""
+def short_lived_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim_version: str
+) -> Iterator[Path]:
+    """A harness environment pointed at agy-sim (as agy `sim_version`) whose agys are
+    stopped after 3 s idle."""
     socket_name = f"agy-life-{uuid.uuid4().hex[:10]}"
-    values = {**harness_env(tmp_path, socket_name), "OMNIGENT_AGY_CLI_IDLE_STOP_AFTER": "3s"}
+    values = {
+        **harness_env(tmp_path, socket_name),
+        "OMNIGENT_AGY_CLI_IDLE_STOP_AFTER": "3s",
+        "AGY_SIM_VERSION": sim_version,
+    }
     for key, value in values.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
@@ -60,6 +69,7 @@ def user_inputs(record: AgyRecord) -> list[str]:
     ]
 
 
+@both_versions
 def test_an_idle_agy_is_stopped_by_the_harness_and_resumed_with_its_history(
     short_lived_env: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

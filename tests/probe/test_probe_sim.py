@@ -22,6 +22,7 @@ import pytest
 from conftest import REPO_ROOT
 from simproc import AGY_SIM
 
+from agy_sim.versions import DEFAULT_VERSION, OLDER
 from omnigent_agy.onboarding.config import load_config
 from omnigent_agy.probe.consent import RESUME
 from omnigent_agy.probe.facts import Finding, Verdict
@@ -107,7 +108,7 @@ def test_the_probe_passes_against_agy_sim(tmp_path: Path, scratch_base: Path) ->
     report = probe(tmp_path)
     failed = {f.fact: f.seen for f in report.findings if f.verdict is Verdict.FAIL}
     assert failed.keys() == KNOWN_GAPS.keys(), failed
-    assert report.version == "1.2.5-sim"
+    assert report.version == DEFAULT_VERSION
     facts = by_fact(report.findings)
     for fact in (
         "agy starts",
@@ -127,8 +128,19 @@ def test_the_probe_passes_against_agy_sim(tmp_path: Path, scratch_base: Path) ->
         "fields: PLANNER_RESPONSE DONE",
         "fields: RUN_COMMAND WAITING",
         "fields: ASK_QUESTION WAITING",
+        # agy-sim models docs/wire.md §9: a hidden folder ignored, a dot-free link taken.
+        "hidden folder: agy ignores it",
+        "hidden folder: a dot-free link",
     ):
         assert [f.verdict for f in facts[fact]] == [Verdict.PASS], facts[fact]
+    (hidden,) = facts["hidden folder: agy ignores it"]
+    assert hidden.seen == "logged; its conversation works in agy's scratch folder"
+    (link,) = facts["hidden folder: a dot-free link"]
+    assert link.seen == "no such line; its conversation works in the folder as given"
+    (notes,) = facts["agy changelog"]
+    assert notes.verdict is Verdict.INFO
+    assert notes.seen.startswith("33 lines; first: Antigravity CLI release notes"), notes.seen
+    assert "/ 1.5.16 / - Sub-agents:" in notes.seen
     # agy-sim runs the command the probe names (docs/simulator.md, approval_command).
     (gate,) = facts["command: a permission gate"]
     assert gate.seen.endswith("command 'echo omnigent-agy-probe'")
@@ -144,6 +156,42 @@ def test_the_probe_passes_against_agy_sim(tmp_path: Path, scratch_base: Path) ->
     ):
         assert [f.verdict for f in facts[fact]] == [Verdict.PASS], facts[fact]
     assert report.recording == tmp_path / "recording"
+    recorded = json.loads((report.recording / "probe.json").read_text())
+    assert recorded["agyVersion"] == DEFAULT_VERSION
+    printed = recorded["agyPrinted"]["agy changelog"]
+    assert printed[0].startswith("Antigravity CLI release notes")
+    assert "1.5.16" in printed
+
+
+def test_an_agy_without_a_changelog_is_said_not_failed(tmp_path: Path, scratch_base: Path) -> None:
+    """agy-sim as 1.2.14, which has no `agy changelog`: the probe says so (INFO), records no
+    lines, and nothing fails for it; its version is the one the probe names."""
+    report = probe(tmp_path, turns=(), resume=False, AGY_SIM_VERSION=OLDER)
+    assert report.version == OLDER
+    facts = by_fact(report.findings)
+    (notes,) = facts["agy changelog"]
+    assert notes.verdict is Verdict.INFO
+    assert notes.seen == (
+        "not available here (exit status 2: agy-sim: error: argument command: invalid choice: "
+        "'changelog' (choose from 'models'))"
+    )
+    assert [f.verdict for f in facts["agy version"]] == [Verdict.PASS]
+    assert [f.fact for f in report.findings if f.verdict is Verdict.FAIL] == list(KNOWN_GAPS)
+    assert report.recording is not None
+    recorded = json.loads((report.recording / "probe.json").read_text())
+    assert recorded["agyPrinted"] == {"agy changelog": []}
+
+
+def test_an_untested_agy_is_said_and_probed_all_the_same(
+    tmp_path: Path, scratch_base: Path
+) -> None:
+    report = probe(tmp_path, turns=(), resume=False, record=False, AGY_SIM_VERSION="1.6.0")
+    assert report.version == "1.6.0"
+    (version,) = by_fact(report.findings)["agy version"]
+    assert version.verdict is Verdict.INFO
+    assert version.seen == "1.6.0: omnigent-agy is tested with agy 1.2.x to 1.5.x only"
+    assert version.expected.startswith("a version the plugin is tested with: agy 1.2.x to 1.5.x")
+    assert [f.fact for f in report.findings if f.verdict is Verdict.FAIL] == list(KNOWN_GAPS)
 
 
 def test_no_turn_without_consent(tmp_path: Path, scratch_base: Path) -> None:
@@ -218,7 +266,7 @@ def test_the_cli_without_a_terminal_spends_no_turn(tmp_path: Path) -> None:
         check=False,
     )
     assert ran.returncode == (1 if KNOWN_GAPS else 0), ran.stdout + ran.stderr
-    assert "omnigent-agy probe: agy 1.2.5-sim" in ran.stdout
+    assert f"omnigent-agy probe: agy {DEFAULT_VERSION}" in ran.stdout
     assert "not run: no terminal to ask (run with --yes to spend turns)" in ran.stdout
     assert "PASS  §1        CSRF: no header" in ran.stdout
     assert "starting agy as the plugin does" in ran.stderr

@@ -1134,7 +1134,7 @@ def test_omnigent_s_own_log_parser_finds_the_port_in_agy_sim_s_log(sim: Sim) -> 
     messages = [line.split("] ", 1)[1] for line in lines]
     assert messages[:2] == [
         f"Starting language server process with pid {sim.pid}",
-        "Language server version: 1.2.5-sim",
+        f"Language server version: {SIM_VERSION}",
     ]
     assert "OAuth: authenticated successfully" in messages
 
