@@ -10,6 +10,12 @@ The command line of agy holds its CSRF token (``--csrf_token=…``, docs/wire.md
 does not get the command directly: it runs `trampoline`, which ``exec``s agy from a 0600 launch
 file — so the pane's pid *is* agy's pid.
 
+Nothing a person or a repository names reaches tmux as anything but data. tmux expands formats
+(``#(command)`` runs a command) in a start directory, so panes start in the launch file's
+private folder (the plugin's own; its ``#`` doubled, tmux's escape) and the trampoline changes
+into the workspace; the pane's command is an argument vector tmux runs without a shell; and
+every ``-t`` names a session exactly (``=name``), never by prefix or pattern.
+
 Panes keep ``remain-on-exit`` on, so when agy dies its last screen can still be captured
 to explain why (e.g. "not signed in").
 """
@@ -20,10 +26,8 @@ import contextlib
 import logging
 import os
 import re
-import shlex
 import signal
 import stat
-import sys
 import time
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -35,13 +39,15 @@ from libtmux.exc import LibTmuxException
 from libtmux.pane import Pane
 
 from omnigent_agy import TMUX_SOCKET, TMUX_TMPDIR_ENV
-from omnigent_agy.agy.trampoline import LaunchFile, write_launch_file
+from omnigent_agy.agy.trampoline import LaunchFile, trampoline_argv, write_launch_file
 from omnigent_agy.rpc.errors import AgyError
 
 __all__ = [
     "AgyTerminal",
     "TerminalError",
     "TerminalHost",
+    "exact_target",
+    "format_literal",
     "process_running",
 ]
 
@@ -93,7 +99,8 @@ class TerminalHost:
         private_dir: Path | None = None,
         start_timeout: float = 10.0,
     ) -> AgyTerminal:
-        """Run ``argv`` in a new session ``name``; returns once the process is running.
+        """Run ``argv`` in a new session ``name``, in the folder ``cwd`` (the trampoline
+        changes into it: tmux never sees it); returns once the process is running.
 
         ``env`` is laid over the tmux server's environment, without the variables named in
         ``unset_env`` (the server keeps the environment it was started with); with
@@ -116,7 +123,7 @@ class TerminalHost:
             private_dir=private_dir,
         )
         try:
-            terminal = self._spawn(name, launch, cwd=cwd)
+            terminal = self._spawn(name, launch)
             self._make_socket_private()
             _wait_consumed(terminal, launch.path, start_timeout)
         except BaseException:
@@ -126,7 +133,7 @@ class TerminalHost:
                     launch.path.parent.rmdir()
             with contextlib.suppress(LibTmuxException):
                 if self.server.has_session(name):
-                    self.server.kill_session(name)
+                    self.server.kill_session(exact_target(name))
             raise
         logger.info("started %s in tmux session %s (pid %s)", argv[0], name, terminal.pid)
         return terminal
@@ -140,14 +147,17 @@ class TerminalHost:
             if mode & 0o077:
                 self.socket_path.chmod(mode & 0o700)
 
-    def _spawn(self, name: str, launch: LaunchFile, *, cwd: Path) -> AgyTerminal:
+    def _spawn(self, name: str, launch: LaunchFile) -> AgyTerminal:
+        # The pane starts in the launch file's folder, the plugin's own: a start directory is
+        # a tmux format, and the workspace's name is not ours (the trampoline enters it).
+        start = format_literal(str(launch.path.parent))
         try:
             # The placeholder keeps the pane alive until remain-on-exit is set; respawning it
             # afterwards means even an instantly failing command leaves a capturable pane.
             session = self.server.new_session(
                 session_name=name,
                 window_name="agy",
-                start_directory=cwd,
+                start_directory=start,
                 window_command="cat",
                 x=_COLUMNS,
                 y=_ROWS,
@@ -155,13 +165,13 @@ class TerminalHost:
             window = session.windows[0]
             window.set_option("remain-on-exit", "on")
             pane = window.panes[0]
-            # -P: the workspace the pane starts in is not on the module path, so a repository's
-            # own omnigent_agy/ cannot stand in for the trampoline (and read the launch file).
-            module = "omnigent_agy.agy.trampoline"
-            trampoline = [sys.executable, "-P", "-m", module, str(launch.path)]
-            pane.respawn(kill=True, start_directory=cwd, shell=shlex.join(trampoline))
+            # An argument vector: tmux runs it without a shell (and expands no format in it).
+            respawned = pane.cmd("respawn-pane", "-k", "-c", start, *trampoline_argv(launch.path))
         except LibTmuxException as exc:
             raise TerminalError(f"tmux could not start session {name!r}: {exc}") from exc
+        if respawned.stderr:
+            message = " ".join(respawned.stderr)
+            raise TerminalError(f"tmux could not start session {name!r}: {message}")
         return AgyTerminal(self, name)
 
     def find(self, name: str) -> AgyTerminal | None:
@@ -290,7 +300,19 @@ class AgyTerminal:
             _terminate_tree(pid, timeout)
         with contextlib.suppress(LibTmuxException):
             if self.host.server.is_alive() and self.host.server.has_session(self.name):
-                self.host.server.kill_session(self.name)
+                self.host.server.kill_session(exact_target(self.name))
+
+
+def format_literal(text: str) -> str:
+    """``text`` as tmux reads it back from a format: every ``#`` doubled (``##`` is one
+    ``#``), so nothing in it is a format or a command (``#(…)``, ``#{…}``, ``#S``)."""
+    return text.replace("#", "##")
+
+
+def exact_target(session: str) -> str:
+    """A ``-t`` naming ``session`` exactly: without the ``=`` tmux takes a name for a prefix
+    or an fnmatch pattern, and a missing session would match another."""
+    return f"={session}"
 
 
 def typeable(text: str) -> str:
