@@ -54,6 +54,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
+# A socket's name is a file name in tmux's folder: no '/', and not '.' or '..'.
+_SOCKET = re.compile(r"(?!\.{1,2}\Z)[A-Za-z0-9_.-]{1,64}")
 # Big enough that agy's TUI lays out normally in a detached session.
 _COLUMNS, _ROWS = 200, 50
 
@@ -79,6 +81,11 @@ class TerminalHost:
     ) -> None:
         # ``-f /dev/null``: a user's tmux.conf (default-command, hooks, base-index) must not
         # change how agy is started; set config_file=None to load it.
+        if not _SOCKET.fullmatch(socket_name):
+            raise TerminalError(
+                f"{socket_name!r} is no tmux socket name: use letters, digits, '.', '_' or '-' "
+                "(harness.agy-cli.tmux_socket, OMNIGENT_AGY_TMUX_SOCKET)"
+            )
         self.socket_name = socket_name
         self.server = libtmux.Server(
             socket_name=socket_name, config_file=config_file, tmux_bin=tmux_bin
@@ -283,12 +290,13 @@ class AgyTerminal:
         """Type ``text`` into the TUI (people and TUI tests only, docs/decisions.md §2).
 
         Only printable text is typed: every control character becomes a space (see
-        `typeable`), so the text cannot press keys or send escape sequences.
+        `typeable`), so the text cannot press keys or send escape sequences; and ``--`` ends
+        tmux's options first, so a text starting with ``-`` (``-H 03``: a Ctrl-C) is typed too.
         """
         pane = self._pane()
         if pane is None:
             raise TerminalError(f"tmux session {self.name!r} is gone")
-        pane.send_keys(typeable(text), enter=False, literal=True)
+        pane.cmd("send-keys", "-l", "--", typeable(text))
         if enter:
             pane.send_keys("Enter", enter=False)
 
