@@ -13,8 +13,10 @@ file — so the pane's pid *is* agy's pid.
 Nothing a person or a repository names reaches tmux as anything but data. tmux expands formats
 (``#(command)`` runs a command) in a start directory, so panes start in the launch file's
 private folder (the plugin's own; its ``#`` doubled, tmux's escape) and the trampoline changes
-into the workspace; the pane's command is an argument vector tmux runs without a shell; and
-every ``-t`` names a session exactly (``=name``), never by prefix or pattern.
+into the workspace; the pane's command is an argument vector tmux runs without a shell; an
+argument's last ``;`` is escaped (`tmux_argument`: tmux would end the command there); typed
+text follows ``--``; and every ``-t`` names a session exactly (``=name``), never by prefix or
+pattern.
 
 Panes keep ``remain-on-exit`` on, so when agy dies its last screen can still be captured
 to explain why (e.g. "not signed in").
@@ -29,16 +31,16 @@ import re
 import signal
 import stat
 import time
-import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Final, NamedTuple
 
 import libtmux
 import psutil
 from libtmux.exc import LibTmuxException
-from libtmux.pane import Pane
 
 from omnigent_agy import TMUX_SOCKET, TMUX_TMPDIR_ENV
+from omnigent_agy.agy.tmux_text import exact_target, format_literal, tmux_argument, typeable
 from omnigent_agy.agy.trampoline import LaunchFile, trampoline_argv, write_launch_file
 from omnigent_agy.rpc.errors import AgyError
 
@@ -46,8 +48,6 @@ __all__ = [
     "AgyTerminal",
     "TerminalError",
     "TerminalHost",
-    "exact_target",
-    "format_literal",
     "process_running",
 ]
 
@@ -157,23 +157,21 @@ class TerminalHost:
     def _spawn(self, name: str, launch: LaunchFile) -> AgyTerminal:
         # The pane starts in the launch file's folder, the plugin's own: a start directory is
         # a tmux format, and the workspace's name is not ours (the trampoline enters it).
-        start = format_literal(str(launch.path.parent))
+        start = tmux_argument(format_literal(str(launch.path.parent)))
         try:
             # The placeholder keeps the pane alive until remain-on-exit is set; respawning it
             # afterwards means even an instantly failing command leaves a capturable pane.
-            session = self.server.new_session(
-                session_name=name,
-                window_name="agy",
-                start_directory=start,
-                window_command="cat",
-                x=_COLUMNS,
-                y=_ROWS,
+            made = self.server.cmd(
+                *("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", name, "-n", "agy"),
+                *("-c", start, "-x", str(_COLUMNS), "-y", str(_ROWS), "cat"),
             )
-            window = session.windows[0]
-            window.set_option("remain-on-exit", "on")
-            pane = window.panes[0]
+            pane_id = made.stdout[0] if made.stdout and not made.stderr else None
+            if pane_id is None:
+                raise TerminalError(f"tmux could not start session {name!r}: {made.stderr}")
+            self.server.cmd("set-option", "-w", "-t", pane_id, "remain-on-exit", "on")
             # An argument vector: tmux runs it without a shell (and expands no format in it).
-            respawned = pane.cmd("respawn-pane", "-k", "-c", start, *trampoline_argv(launch.path))
+            argv = [tmux_argument(word) for word in trampoline_argv(launch.path)]
+            respawned = self.server.cmd("respawn-pane", "-k", "-t", pane_id, "-c", start, *argv)
         except LibTmuxException as exc:
             raise TerminalError(f"tmux could not start session {name!r}: {exc}") from exc
         if respawned.stderr:
@@ -194,7 +192,13 @@ class TerminalHost:
         """The names of every session on this server."""
         if not self.server.is_alive():
             return []
-        return [s.session_name for s in self.server.sessions if s.session_name]
+        # Only the names: libtmux's objects read every path tmux knows, and a pane whose
+        # folder has a newline in its name would break the listing.
+        with contextlib.suppress(LibTmuxException):
+            return [
+                n for n in self.server.cmd("list-sessions", "-F", "#{session_name}").stdout if n
+            ]
+        return []
 
     @property
     def socket_path(self) -> Path:
@@ -213,6 +217,22 @@ class TerminalHost:
             self.socket_path.unlink(missing_ok=True)
 
 
+class _Pane(NamedTuple):
+    """What `AgyTerminal` reads of its pane (:data:`_PANE_FORMAT`, in this order)."""
+
+    id: str
+    pid: str
+    dead: str
+    dead_status: str
+    attached: str
+
+
+_PANE_FORMAT: Final = "\t".join(
+    f"#{{{field}}}"
+    for field in ("pane_id", "pane_pid", "pane_dead", "pane_dead_status", "session_attached")
+)
+
+
 class AgyTerminal:
     """The tmux session running one agy."""
 
@@ -223,22 +243,25 @@ class AgyTerminal:
     def __repr__(self) -> str:
         return f"AgyTerminal(name={self.name!r}, socket={self.host.socket_name!r})"
 
-    def _pane(self) -> Pane | None:
+    def _pane(self) -> _Pane | None:
+        """The session's pane as tmux describes it now, read with a format of its own: no
+        path (a folder's name may hold a newline, and libtmux's listings would break)."""
         try:
-            session = self.host.server.sessions.get(session_name=self.name, default=None)
+            listed = self.host.server.cmd(
+                "list-panes", "-s", "-t", exact_target(self.name), "-F", _PANE_FORMAT
+            )
         except LibTmuxException:
             return None
-        if session is None or not session.windows or not session.windows[0].panes:
+        fields = listed.stdout[0].split("\t") if listed.stdout and not listed.stderr else []
+        if len(fields) != len(_Pane._fields):
             return None
-        return session.windows[0].panes[0]
+        return _Pane(*fields)
 
     @property
     def pane_pid(self) -> int | None:
         """The pid of the pane's process, or None when the session is gone."""
         pane = self._pane()
-        if pane is None or not pane.pane_pid:
-            return None
-        return int(pane.pane_pid)
+        return int(pane.pid) if pane is not None and pane.pid.isdigit() else None
 
     @property
     def pid(self) -> int | None:
@@ -248,21 +271,17 @@ class AgyTerminal:
     def is_alive(self) -> bool:
         """Whether the session exists and its process is running."""
         pane = self._pane()
-        if pane is None or pane.pane_dead == "1" or not pane.pane_pid:
+        if pane is None or pane.dead == "1" or not pane.pid.isdigit():
             return False
         try:
-            return process_running(psutil.Process(int(pane.pane_pid)))
+            return process_running(psutil.Process(int(pane.pid)))
         except psutil.NoSuchProcess:
             return False
 
     def attached_clients(self) -> int:
         """How many tmux clients (people) are attached to this session now."""
-        try:
-            session = self.host.server.sessions.get(session_name=self.name, default=None)
-        except LibTmuxException:
-            return 0
-        attached = getattr(session, "session_attached", None) if session is not None else None
-        return int(attached) if attached and str(attached).isdigit() else 0
+        pane = self._pane()
+        return int(pane.attached) if pane is not None and pane.attached.isdigit() else 0
 
     def exit_status(self) -> int | None:
         """The exit status once the pane's process has exited and tmux knows it, else None.
@@ -272,16 +291,20 @@ class AgyTerminal:
         status; use :meth:`is_alive` to tell whether agy still runs.
         """
         pane = self._pane()
-        if pane is None or pane.pane_dead != "1" or not pane.pane_dead_status:
+        if pane is None or pane.dead != "1" or not pane.dead_status.lstrip("-").isdigit():
             return None
-        return int(pane.pane_dead_status)
+        return int(pane.dead_status)
 
     def capture(self, *, history: bool = False) -> list[str]:
         """The pane's visible screen (plus scroll-back with ``history``), trailing blanks cut."""
         pane = self._pane()
         if pane is None:
             return []
-        lines = pane.capture_pane(start="-" if history else None)
+        scroll = ("-S", "-") if history else ()
+        try:
+            lines = self.host.server.cmd("capture-pane", "-p", "-t", pane.id, *scroll).stdout
+        except LibTmuxException:
+            return []
         while lines and not lines[-1].strip():
             lines.pop()
         return lines
@@ -296,9 +319,10 @@ class AgyTerminal:
         pane = self._pane()
         if pane is None:
             raise TerminalError(f"tmux session {self.name!r} is gone")
-        pane.cmd("send-keys", "-l", "--", typeable(text))
+        server = self.host.server
+        server.cmd("send-keys", "-t", pane.id, "-l", "--", tmux_argument(typeable(text)))
         if enter:
-            pane.send_keys("Enter", enter=False)
+            server.cmd("send-keys", "-t", pane.id, "Enter")
 
     def stop(self, *, timeout: float = 5.0) -> None:
         """Terminate agy's process group and descendants, escalate to SIGKILL after
@@ -309,28 +333,6 @@ class AgyTerminal:
         with contextlib.suppress(LibTmuxException):
             if self.host.server.is_alive() and self.host.server.has_session(self.name):
                 self.host.server.kill_session(exact_target(self.name))
-
-
-def format_literal(text: str) -> str:
-    """``text`` as tmux reads it back from a format: every ``#`` doubled (``##`` is one
-    ``#``), so nothing in it is a format or a command (``#(…)``, ``#{…}``, ``#S``)."""
-    return text.replace("#", "##")
-
-
-def exact_target(session: str) -> str:
-    """A ``-t`` naming ``session`` exactly: without the ``=`` tmux takes a name for a prefix
-    or an fnmatch pattern, and a missing session would match another."""
-    return f"={session}"
-
-
-def typeable(text: str) -> str:
-    """`text` with every control character (category Cc: C0 such as Ctrl-C, CR and LF, DEL,
-    and C1; ESC starts every terminal escape sequence) replaced by a space.
-
-    ``send-keys -l`` types characters literally, but the pane's terminal still reads them as
-    keys: a Ctrl-C byte interrupts the program and a newline submits what came before it.
-    """
-    return "".join(" " if unicodedata.category(char) == "Cc" else char for char in text)
 
 
 def _terminate_tree(pid: int, timeout: float) -> None:

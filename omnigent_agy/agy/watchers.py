@@ -21,7 +21,8 @@ import psutil
 from libtmux.exc import LibTmuxException
 
 from omnigent_agy.agy.keep import format_duration
-from omnigent_agy.agy.terminal import TerminalHost, exact_target
+from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.agy.tmux_text import exact_target
 
 __all__ = ["TERMINAL_SESSION_ENV", "Watcher", "describe_watchers", "watchers"]
 

@@ -246,9 +246,10 @@ def relink(link: Path, person: Path, state_dir: Path) -> None:
         _point(link, person)
     except OSError as exc:
         raise _hidden_error(person, exc) from exc
+    # The path's bytes: a folder's name need not be UTF-8.
     record = state_dir / LINK_RECORD
-    if not record.exists() or record.read_text(encoding="utf-8") != str(link):
-        write_private_file(record, str(link))
+    if not record.exists() or record.read_bytes() != os.fsencode(link):
+        write_private_file(record, os.fsencode(link))
 
 
 def ready_folder(link: Path | None, person: Path, state_dir: Path) -> None:
@@ -295,7 +296,7 @@ def remove_link(state_dir: Path) -> bool:
         return False
     record = state_dir / LINK_RECORD
     try:
-        link = Path(record.read_text(encoding="utf-8").strip())
+        link = Path(os.fsdecode(record.read_bytes()))
     except OSError:
         return False
     removed = False

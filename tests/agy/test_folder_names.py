@@ -92,7 +92,7 @@ def test_a_folder_named_as_a_tmux_format_runs_nothing(
 def test_the_pane_starts_in_the_plugins_own_folder(tmux_host: TerminalHost, tmp_path: Path) -> None:
     """tmux is given the launch file's private folder, never the workspace (its `#` doubled:
     a state folder of the person's choosing is data too)."""
-    private = tmp_path / "state #{session_name} #(true)"
+    private = tmp_path / "state #{session_name} #(true) #[bold] ##[x] %s;"
     private.mkdir(mode=0o700)
     workspace = tmp_path / "work"
     workspace.mkdir()
