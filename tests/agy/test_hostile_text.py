@@ -11,6 +11,7 @@ and what the system cannot take ends in a coded error naming it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shlex
 import subprocess
@@ -23,14 +24,16 @@ from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 
+import psutil
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from simproc import AGY_SIM, FAST
 from waiting import wait_until
 
 from omnigent_agy.agy import terminal
 from omnigent_agy.agy.gemini_home import _in_dir
-from omnigent_agy.agy.launcher import AgyLaunchSpec, build_argv
+from omnigent_agy.agy.launcher import AgyLaunchSpec, build_argv, launch_agy
 from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.statedir import SessionStateDir, state_key
 from omnigent_agy.agy.terminal import TerminalHost
@@ -320,3 +323,54 @@ def test_a_hook_command_runs_in_its_folder_whatever_the_folders_name(
         subprocess.run(["/bin/sh", "-c", walked], check=True, cwd=scratch)
         assert out.read_bytes() == b"".join(os.fsencode(w) + b"|" for w in words)
         assert marks_under(Path(scratch)) == []
+
+
+# -- the whole launch: agy-sim in a hostile folder -------------------------------------------
+
+
+@pytest.mark.tmux
+@settings(
+    max_examples=8,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(name=NAMES, hidden=st.booleans())
+def test_agy_starts_in_a_hostile_folder_and_answers(tmux: Tmux, name: str, hidden: bool) -> None:
+    """The launcher's whole path, agy-sim as agy: the folder (or, hidden, its link) entered,
+    agy's record written, agy answering, nothing run and nothing left after the stop."""
+    example = tmux.root / f"launch-{next(tmux.names)}"
+    workspace = example / (".hidden" if hidden else "work") / name
+    workspace.mkdir(parents=True)
+    runtime = example / "run"
+    runtime.mkdir(mode=0o700)
+    state = SessionStateDir.open(f"conv-{uuid.uuid4().hex[:8]}", base=example / "state")
+    where = prepare_workspace(workspace, state.key, state.path, {"XDG_RUNTIME_DIR": str(runtime)})
+    spec = AgyLaunchSpec(
+        (str(AGY_SIM), *FAST), workspace, state, cwd=where.agy if where.linked else None
+    )
+
+    async def launched() -> None:
+        agy = await launch_agy(tmux.host, spec, conversation_id=state.key)
+        try:
+            process = psutil.Process(agy.pid)
+            assert Path(process.cwd()) == workspace
+            assert _environ(agy.pid)[b"PWD"] == os.fsencode(where.agy)
+            async with agy.client() as client:
+                await client.heartbeat()
+            record = state.read_record()
+            assert record is not None
+            assert record.workspace == str(workspace)
+        finally:
+            await agy.stop()
+
+    asyncio.run(launched())
+    assert marks_under(tmux.root) == []
+    assert not where.linked or not where.agy.is_symlink(), "the link went with agy"
+
+
+def _environ(pid: int) -> dict[bytes, bytes]:
+    """A process's environment as its bytes (psutil reads it as text, with newlines
+    translated: a ``\r`` comes back as ``\n``)."""
+    block = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(entry.partition(b"=")[::2] for entry in block.split(b"\0") if entry)
