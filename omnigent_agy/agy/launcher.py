@@ -242,10 +242,12 @@ async def launch_agy(
             state.write_record(earlier)
         else:
             state.clear_record()
-        if could_not_enter(terminal.exit_status(), terminal.capture(history=True)):
+        why = could_not_enter(terminal.capture(history=True))
+        if why is not None:
+            spelling = f" (through {str(where)!r})" if where != spec.workspace else ""
             raise WorkspaceUnreachableError(
-                f"agy was not started: could not enter the folder {str(spec.workspace)!r} "
-                f"(agy's spelling: {str(where)!r}); its terminal said: {exc.args[0]}",
+                f"agy was not started: could not enter the folder {str(spec.workspace)!r}"
+                f"{spelling}: {why}",
                 folder=spec.workspace,
             ) from exc
         raise

@@ -103,11 +103,13 @@ def trampoline_argv(launch_file: Path) -> list[str]:
     return [sys.executable, "-I", "-m", _MODULE, str(launch_file)]
 
 
-def could_not_enter(exit_status: int | None, screen: Sequence[str]) -> bool:
-    """Whether a pane's trampoline failed to enter agy's folder: its exit status, else its
-    line on the pane's ``screen`` (tmux sometimes keeps no status for a dead pane)."""
+def could_not_enter(screen: Sequence[str]) -> str | None:
+    """Why a pane's trampoline could not enter agy's folder (``No such file or directory``),
+    read from its line on the pane's ``screen``; None when that is not why the pane ended
+    (the exit status alone could be agy's own)."""
     marker = f"omnigent-agy [{ENTER_FAILED_CODE}]"
-    return exit_status == ENTER_FAILED or any(line.startswith(marker) for line in screen)
+    line = next((line for line in screen if line.startswith(marker)), None)
+    return None if line is None else line.rpartition(": ")[2].strip()
 
 
 def entry_failure(folder: object, exc: BaseException) -> str:

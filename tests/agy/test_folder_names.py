@@ -158,8 +158,12 @@ def test_a_folder_gone_between_the_check_and_the_start_is_said_as_such(
     spec = spec_for(tmp_path, workspace)
     with pytest.raises(WorkspaceUnreachableError) as refused:
         run(launch_agy(tmux_host, spec, conversation_id=CONVERSATION))
-    assert failure_for(refused.value).code == "agy_workspace_unreachable"
-    assert "cannot start" not in str(refused.value)
+    failure = failure_for(refused.value)
+    assert failure.code == "agy_workspace_unreachable"
+    assert failure.message == (
+        f"agy was not started: could not enter the folder {str(workspace)!r}: "
+        "No such file or directory"
+    )
 
 
 def test_a_failed_launch_keeps_the_conversation_to_resume(
