@@ -40,6 +40,7 @@ from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.running import RunningAgy, now, recorded
 from omnigent_agy.agy.statedir import default_state_base, state_key
 from omnigent_agy.agy.terminal import TerminalError, TerminalHost
+from omnigent_agy.agy.tmux_text import exact_target
 from omnigent_agy.agy.trampoline import TMUX_CLIENT_ENV
 
 __all__ = ["Screen", "attach", "find_screen", "waiting_line"]
@@ -138,13 +139,14 @@ def _watch(tmux: str, screen: Screen) -> None:
     with contextlib.suppress(LibTmuxException):
         # A pane of agy alone, without tmux's status line (the Terminal view shows its own).
         TerminalHost(socket_name=screen.socket).server.cmd(
-            "set-option", "-t", screen.session, "status", "off"
+            "set-option", "-t", f"{exact_target(screen.session)}:", "status", "off"
         )
     _drop_pending_input()
     env = {k: v for k, v in os.environ.items() if k not in TMUX_CLIENT_ENV}
     # On a pseudo-terminal of its own: a terminal's second answer to the client's questions
     # (the browser's, in omnigent's Terminal view) would be typed into agy (own_pty).
-    run_on_own_pty([tmux, "-L", screen.socket, "attach-session", "-t", screen.session], env)
+    target = exact_target(screen.session)
+    run_on_own_pty([tmux, "-L", screen.socket, "attach-session", "-t", target], env)
 
 
 def _drop_pending_input() -> None:

@@ -121,9 +121,10 @@ def arm_deletion_watch(state_dir: Path, marker: Path, within: float = WATCH_AFTE
         read_end, write_end = os.pipe()  # neither is inherited by other children
         try:
             host = os.getppid()  # the runner or omnigent's zygote that forked this process
-            # -P: the workspace (this process's folder) never shadows the package (a repository's
-            # own omnigent_agy/ would run); the waiter runs from / so it holds no folder busy.
-            python = [sys.executable, "-P", "-m", __name__, str(key), "--within", str(within)]
+            # -I: neither the workspace (this process's folder) nor PYTHONPATH shadows the
+            # package (a repository's own omnigent_agy/ would run); the waiter runs from / so
+            # it holds no folder busy.
+            python = [sys.executable, "-I", "-m", __name__, str(key), "--within", str(within)]
             if host > 1:
                 python += ["--host-pid", str(host)]
             seconds = str(max(1, math.ceil(within)))

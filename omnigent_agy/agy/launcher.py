@@ -36,7 +36,8 @@ from omnigent_agy.agy.process import AgyProcess, LaunchError, session_name
 from omnigent_agy.agy.ready import ReadyCheck, wait_ready
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, write_private_file
 from omnigent_agy.agy.terminal import TerminalHost
-from omnigent_agy.agy.trampoline import TMUX_CLIENT_ENV
+from omnigent_agy.agy.trampoline import TMUX_CLIENT_ENV, could_not_enter
+from omnigent_agy.agy.workspace import WorkspaceUnreachableError, ready_folder
 from omnigent_agy.rpc.discovery import (
     AgyExitedError,
     DiscoveryError,
@@ -187,6 +188,9 @@ async def launch_agy(
             )
         await asyncio.to_thread(existing.stop)  # a dead pane left for diagnosis
     state = spec.state_dir
+    where = spec.cwd or spec.workspace
+    await asyncio.to_thread(ready_folder, spec.cwd, spec.workspace, state.path)
+    earlier = state.read_record()
     token = secrets.token_urlsafe(32)
     _rotate_log(state.log_file)
     write_agy_settings(state.gemini_dir)
@@ -194,7 +198,7 @@ async def launch_agy(
         terminal_host.start,
         name,
         build_argv(spec, csrf_token=token, conversation=resume.cascade_id if resume else None),
-        cwd=spec.cwd or spec.workspace,
+        cwd=where,
         env=_agy_env(spec),
         unset_env=tuple(name for name in AGY_CHILD_ENV if name not in spec.env),
         # The harness's environment of now, not the tmux server's: the server keeps the one
@@ -228,11 +232,24 @@ async def launch_agy(
             deadline=spec.ready_timeout,
             ready_check=ready_check,
         )
-    except DiscoveryError:
+    except DiscoveryError as exc:
         # Leave a dead pane (its screen explains the failure) but never a live half-ready agy.
         if terminal.is_alive():
             await asyncio.to_thread(terminal.stop)
-        state.clear_record()
+        # The conversation an earlier agy was on stays the one to resume: a failed launch
+        # never loses it.
+        if earlier is not None and earlier.cascade_id:
+            state.write_record(earlier)
+        else:
+            state.clear_record()
+        why = could_not_enter(terminal.capture(history=True))
+        if why is not None:
+            spelling = f" (through {str(where)!r})" if where != spec.workspace else ""
+            raise WorkspaceUnreachableError(
+                f"agy was not started: could not enter the folder {str(spec.workspace)!r}"
+                f"{spelling}: {why}",
+                folder=spec.workspace,
+            ) from exc
         raise
     port = pin.port
     state.update_record(lambda stored: replace(stored, port=port) if stored.pid == pid else stored)
@@ -340,7 +357,8 @@ async def ensure_agy(
     leftover = terminal_host.find(session_name(conversation_id))
     if leftover is not None:
         await asyncio.to_thread(leftover.stop)
-    spec.state_dir.clear_record()
+    # The record stays until a launch replaces it: if none can, it still names the
+    # conversation to resume.
     if resume is not None:
         logger.info(
             "starting agy again on conversation %s (%s)",

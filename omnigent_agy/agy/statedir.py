@@ -106,7 +106,9 @@ def state_key(conversation_id: str) -> str:
         raise ValueError("conversation id must not be empty")
     if _SAFE_KEY.fullmatch(conversation_id) and len(conversation_id) <= _MAX_KEY:
         return conversation_id
-    digest = hashlib.sha256(conversation_id.encode()).hexdigest()[:12]
+    # surrogatepass: an id from JSON may hold a lone surrogate (bytes that were no UTF-8);
+    # every other id hashes as before.
+    digest = hashlib.sha256(conversation_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     readable = _UNSAFE_CHARS.sub("_", conversation_id)[: _MAX_KEY - 13]
     return f"{readable}-{digest}"
 

@@ -10,6 +10,14 @@ The command line of agy holds its CSRF token (``--csrf_token=…``, docs/wire.md
 does not get the command directly: it runs `trampoline`, which ``exec``s agy from a 0600 launch
 file — so the pane's pid *is* agy's pid.
 
+Nothing a person or a repository names reaches tmux as anything but data. tmux expands formats
+(``#(command)`` runs a command) in a start directory, so panes start in the launch file's
+private folder (the plugin's own; its ``#`` doubled, tmux's escape) and the trampoline changes
+into the workspace; the pane's command is an argument vector tmux runs without a shell; an
+argument's last ``;`` is escaped (`tmux_argument`: tmux would end the command there); typed
+text follows ``--``; and every ``-t`` names a session exactly (``=name``), never by prefix or
+pattern.
+
 Panes keep ``remain-on-exit`` on, so when agy dies its last screen can still be captured
 to explain why (e.g. "not signed in").
 """
@@ -20,22 +28,20 @@ import contextlib
 import logging
 import os
 import re
-import shlex
 import signal
 import stat
-import sys
 import time
-import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Final, NamedTuple
 
 import libtmux
 import psutil
 from libtmux.exc import LibTmuxException
-from libtmux.pane import Pane
 
 from omnigent_agy import TMUX_SOCKET, TMUX_TMPDIR_ENV
-from omnigent_agy.agy.trampoline import LaunchFile, write_launch_file
+from omnigent_agy.agy.tmux_text import exact_target, format_literal, tmux_argument, typeable
+from omnigent_agy.agy.trampoline import LaunchFile, trampoline_argv, write_launch_file
 from omnigent_agy.rpc.errors import AgyError
 
 __all__ = [
@@ -48,6 +54,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
+# A socket's name is a file name in tmux's folder: no '/', and not '.' or '..'.
+_SOCKET = re.compile(r"(?!\.{1,2}\Z)[A-Za-z0-9_.-]{1,64}")
 # Big enough that agy's TUI lays out normally in a detached session.
 _COLUMNS, _ROWS = 200, 50
 
@@ -73,6 +81,11 @@ class TerminalHost:
     ) -> None:
         # ``-f /dev/null``: a user's tmux.conf (default-command, hooks, base-index) must not
         # change how agy is started; set config_file=None to load it.
+        if not _SOCKET.fullmatch(socket_name):
+            raise TerminalError(
+                f"{socket_name!r} is no tmux socket name: use letters, digits, '.', '_' or '-' "
+                "(harness.agy-cli.tmux_socket, OMNIGENT_AGY_TMUX_SOCKET)"
+            )
         self.socket_name = socket_name
         self.server = libtmux.Server(
             socket_name=socket_name, config_file=config_file, tmux_bin=tmux_bin
@@ -93,7 +106,8 @@ class TerminalHost:
         private_dir: Path | None = None,
         start_timeout: float = 10.0,
     ) -> AgyTerminal:
-        """Run ``argv`` in a new session ``name``; returns once the process is running.
+        """Run ``argv`` in a new session ``name``, in the folder ``cwd`` (the trampoline
+        changes into it: tmux never sees it); returns once the process is running.
 
         ``env`` is laid over the tmux server's environment, without the variables named in
         ``unset_env`` (the server keeps the environment it was started with); with
@@ -116,7 +130,7 @@ class TerminalHost:
             private_dir=private_dir,
         )
         try:
-            terminal = self._spawn(name, launch, cwd=cwd)
+            terminal = self._spawn(name, launch)
             self._make_socket_private()
             _wait_consumed(terminal, launch.path, start_timeout)
         except BaseException:
@@ -126,7 +140,7 @@ class TerminalHost:
                     launch.path.parent.rmdir()
             with contextlib.suppress(LibTmuxException):
                 if self.server.has_session(name):
-                    self.server.kill_session(name)
+                    self.server.kill_session(exact_target(name))
             raise
         logger.info("started %s in tmux session %s (pid %s)", argv[0], name, terminal.pid)
         return terminal
@@ -140,28 +154,29 @@ class TerminalHost:
             if mode & 0o077:
                 self.socket_path.chmod(mode & 0o700)
 
-    def _spawn(self, name: str, launch: LaunchFile, *, cwd: Path) -> AgyTerminal:
+    def _spawn(self, name: str, launch: LaunchFile) -> AgyTerminal:
+        # The pane starts in the launch file's folder, the plugin's own: a start directory is
+        # a tmux format, and the workspace's name is not ours (the trampoline enters it).
+        start = tmux_argument(format_literal(str(launch.path.parent)))
         try:
             # The placeholder keeps the pane alive until remain-on-exit is set; respawning it
             # afterwards means even an instantly failing command leaves a capturable pane.
-            session = self.server.new_session(
-                session_name=name,
-                window_name="agy",
-                start_directory=cwd,
-                window_command="cat",
-                x=_COLUMNS,
-                y=_ROWS,
+            made = self.server.cmd(
+                *("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", name, "-n", "agy"),
+                *("-c", start, "-x", str(_COLUMNS), "-y", str(_ROWS), "cat"),
             )
-            window = session.windows[0]
-            window.set_option("remain-on-exit", "on")
-            pane = window.panes[0]
-            # -P: the workspace the pane starts in is not on the module path, so a repository's
-            # own omnigent_agy/ cannot stand in for the trampoline (and read the launch file).
-            module = "omnigent_agy.agy.trampoline"
-            trampoline = [sys.executable, "-P", "-m", module, str(launch.path)]
-            pane.respawn(kill=True, start_directory=cwd, shell=shlex.join(trampoline))
+            pane_id = made.stdout[0] if made.stdout and not made.stderr else None
+            if pane_id is None:
+                raise TerminalError(f"tmux could not start session {name!r}: {made.stderr}")
+            self.server.cmd("set-option", "-w", "-t", pane_id, "remain-on-exit", "on")
+            # An argument vector: tmux runs it without a shell (and expands no format in it).
+            argv = [tmux_argument(word) for word in trampoline_argv(launch.path)]
+            respawned = self.server.cmd("respawn-pane", "-k", "-t", pane_id, "-c", start, *argv)
         except LibTmuxException as exc:
             raise TerminalError(f"tmux could not start session {name!r}: {exc}") from exc
+        if respawned.stderr:
+            message = " ".join(respawned.stderr)
+            raise TerminalError(f"tmux could not start session {name!r}: {message}")
         return AgyTerminal(self, name)
 
     def find(self, name: str) -> AgyTerminal | None:
@@ -177,7 +192,13 @@ class TerminalHost:
         """The names of every session on this server."""
         if not self.server.is_alive():
             return []
-        return [s.session_name for s in self.server.sessions if s.session_name]
+        # Only the names: libtmux's objects read every path tmux knows, and a pane whose
+        # folder has a newline in its name would break the listing.
+        with contextlib.suppress(LibTmuxException):
+            return [
+                n for n in self.server.cmd("list-sessions", "-F", "#{session_name}").stdout if n
+            ]
+        return []
 
     @property
     def socket_path(self) -> Path:
@@ -196,6 +217,22 @@ class TerminalHost:
             self.socket_path.unlink(missing_ok=True)
 
 
+class _Pane(NamedTuple):
+    """What `AgyTerminal` reads of its pane (:data:`_PANE_FORMAT`, in this order)."""
+
+    id: str
+    pid: str
+    dead: str
+    dead_status: str
+    attached: str
+
+
+_PANE_FORMAT: Final = "\t".join(
+    f"#{{{field}}}"
+    for field in ("pane_id", "pane_pid", "pane_dead", "pane_dead_status", "session_attached")
+)
+
+
 class AgyTerminal:
     """The tmux session running one agy."""
 
@@ -206,22 +243,25 @@ class AgyTerminal:
     def __repr__(self) -> str:
         return f"AgyTerminal(name={self.name!r}, socket={self.host.socket_name!r})"
 
-    def _pane(self) -> Pane | None:
+    def _pane(self) -> _Pane | None:
+        """The session's pane as tmux describes it now, read with a format of its own: no
+        path (a folder's name may hold a newline, and libtmux's listings would break)."""
         try:
-            session = self.host.server.sessions.get(session_name=self.name, default=None)
+            listed = self.host.server.cmd(
+                "list-panes", "-s", "-t", exact_target(self.name), "-F", _PANE_FORMAT
+            )
         except LibTmuxException:
             return None
-        if session is None or not session.windows or not session.windows[0].panes:
+        fields = listed.stdout[0].split("\t") if listed.stdout and not listed.stderr else []
+        if len(fields) != len(_Pane._fields):
             return None
-        return session.windows[0].panes[0]
+        return _Pane(*fields)
 
     @property
     def pane_pid(self) -> int | None:
         """The pid of the pane's process, or None when the session is gone."""
         pane = self._pane()
-        if pane is None or not pane.pane_pid:
-            return None
-        return int(pane.pane_pid)
+        return int(pane.pid) if pane is not None and pane.pid.isdigit() else None
 
     @property
     def pid(self) -> int | None:
@@ -231,21 +271,17 @@ class AgyTerminal:
     def is_alive(self) -> bool:
         """Whether the session exists and its process is running."""
         pane = self._pane()
-        if pane is None or pane.pane_dead == "1" or not pane.pane_pid:
+        if pane is None or pane.dead == "1" or not pane.pid.isdigit():
             return False
         try:
-            return process_running(psutil.Process(int(pane.pane_pid)))
+            return process_running(psutil.Process(int(pane.pid)))
         except psutil.NoSuchProcess:
             return False
 
     def attached_clients(self) -> int:
         """How many tmux clients (people) are attached to this session now."""
-        try:
-            session = self.host.server.sessions.get(session_name=self.name, default=None)
-        except LibTmuxException:
-            return 0
-        attached = getattr(session, "session_attached", None) if session is not None else None
-        return int(attached) if attached and str(attached).isdigit() else 0
+        pane = self._pane()
+        return int(pane.attached) if pane is not None and pane.attached.isdigit() else 0
 
     def exit_status(self) -> int | None:
         """The exit status once the pane's process has exited and tmux knows it, else None.
@@ -255,16 +291,20 @@ class AgyTerminal:
         status; use :meth:`is_alive` to tell whether agy still runs.
         """
         pane = self._pane()
-        if pane is None or pane.pane_dead != "1" or not pane.pane_dead_status:
+        if pane is None or pane.dead != "1" or not pane.dead_status.lstrip("-").isdigit():
             return None
-        return int(pane.pane_dead_status)
+        return int(pane.dead_status)
 
     def capture(self, *, history: bool = False) -> list[str]:
         """The pane's visible screen (plus scroll-back with ``history``), trailing blanks cut."""
         pane = self._pane()
         if pane is None:
             return []
-        lines = pane.capture_pane(start="-" if history else None)
+        scroll = ("-S", "-") if history else ()
+        try:
+            lines = self.host.server.cmd("capture-pane", "-p", "-t", pane.id, *scroll).stdout
+        except LibTmuxException:
+            return []
         while lines and not lines[-1].strip():
             lines.pop()
         return lines
@@ -273,14 +313,16 @@ class AgyTerminal:
         """Type ``text`` into the TUI (people and TUI tests only, docs/decisions.md §2).
 
         Only printable text is typed: every control character becomes a space (see
-        `typeable`), so the text cannot press keys or send escape sequences.
+        `typeable`), so the text cannot press keys or send escape sequences; and ``--`` ends
+        tmux's options first, so a text starting with ``-`` (``-H 03``: a Ctrl-C) is typed too.
         """
         pane = self._pane()
         if pane is None:
             raise TerminalError(f"tmux session {self.name!r} is gone")
-        pane.send_keys(typeable(text), enter=False, literal=True)
+        server = self.host.server
+        server.cmd("send-keys", "-t", pane.id, "-l", "--", tmux_argument(typeable(text)))
         if enter:
-            pane.send_keys("Enter", enter=False)
+            server.cmd("send-keys", "-t", pane.id, "Enter")
 
     def stop(self, *, timeout: float = 5.0) -> None:
         """Terminate agy's process group and descendants, escalate to SIGKILL after
@@ -290,17 +332,7 @@ class AgyTerminal:
             _terminate_tree(pid, timeout)
         with contextlib.suppress(LibTmuxException):
             if self.host.server.is_alive() and self.host.server.has_session(self.name):
-                self.host.server.kill_session(self.name)
-
-
-def typeable(text: str) -> str:
-    """`text` with every control character (category Cc: C0 such as Ctrl-C, CR and LF, DEL,
-    and C1; ESC starts every terminal escape sequence) replaced by a space.
-
-    ``send-keys -l`` types characters literally, but the pane's terminal still reads them as
-    keys: a Ctrl-C byte interrupts the program and a newline submits what came before it.
-    """
-    return "".join(" " if unicodedata.category(char) == "Cc" else char for char in text)
+                self.host.server.kill_session(exact_target(self.name))
 
 
 def _terminate_tree(pid: int, timeout: float) -> None:

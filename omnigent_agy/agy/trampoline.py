@@ -6,6 +6,13 @@ pane (`terminal.TerminalHost.start`) does not get the command directly: it runs
 ``python -m omnigent_agy.agy.trampoline LAUNCH_FILE``, which reads argv, cwd and environment
 from a 0600 file written by `write_launch_file`, deletes the file and ``exec``s agy — so the
 pane's pid *is* agy's pid.
+
+The pane starts in the launch file's private folder, never in the workspace: tmux expands
+formats (``#(command)``) in a start directory, and a workspace on the module path could stand
+in for this module. The trampoline changes into the workspace itself (``os.chdir``: the path is
+data), and runs isolated (``python -I``: no ``PYTHONPATH``, no user site, no current folder
+on the module path). A folder it cannot enter is said as such (:data:`ENTER_FAILED`, the
+``agy_workspace_unreachable`` code), never as a missing program.
 """
 
 from __future__ import annotations
@@ -19,9 +26,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PANE_ENV", "TMUX_CLIENT_ENV", "LaunchFile", "main", "write_launch_file"]
+__all__ = [
+    "ENTER_FAILED",
+    "ENTER_FAILED_CODE",
+    "PANE_ENV",
+    "TMUX_CLIENT_ENV",
+    "LaunchFile",
+    "could_not_enter",
+    "entry_failure",
+    "main",
+    "trampoline_argv",
+    "write_launch_file",
+]
 
+_MODULE = "omnigent_agy.agy.trampoline"
 _EXEC_FAILED = 127
+#: The trampoline's exit status when it could not change into the folder agy works in.
+ENTER_FAILED = 126
+#: The failure code it prints then (the catalogue's), first on its line.
+ENTER_FAILED_CODE = "agy_workspace_unreachable"
 #: What tmux sets in the processes of its panes: a process started with them takes itself for
 #: one inside that tmux client (agy's, or the harness's own terminal).
 TMUX_CLIENT_ENV = frozenset({"TMUX", "TMUX_PANE"})
@@ -73,6 +96,28 @@ def write_launch_file(
     return LaunchFile(Path(name), remove_dir)
 
 
+def trampoline_argv(launch_file: Path) -> list[str]:
+    """The pane's command: this interpreter, isolated (``-I``: ``PYTHONPATH``, the user
+    site and the current folder stay off the module path, whatever they hold), running
+    this module on ``launch_file``."""
+    return [sys.executable, "-I", "-m", _MODULE, str(launch_file)]
+
+
+def could_not_enter(screen: Sequence[str]) -> str | None:
+    """Why a pane's trampoline could not enter agy's folder (``No such file or directory``),
+    read from its line on the pane's ``screen``; None when that is not why the pane ended
+    (the exit status alone could be agy's own)."""
+    marker = f"omnigent-agy [{ENTER_FAILED_CODE}]"
+    line = next((line for line in screen if line.startswith(marker)), None)
+    return None if line is None else line.rpartition(": ")[2].strip()
+
+
+def entry_failure(folder: object, exc: BaseException) -> str:
+    """The line the trampoline prints when it cannot enter ``folder``."""
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"omnigent-agy [{ENTER_FAILED_CODE}]: could not enter the folder {folder!r}: {why}"
+
+
 def _exec_launch_file(path: Path) -> int:
     """The trampoline: read the launch file, delete it, exec the command."""
     with path.open(encoding="utf-8") as handle:
@@ -88,8 +133,14 @@ def _exec_launch_file(path: Path) -> int:
     env = {**inherited, **spec["env"]}
     for name in spec.get("unset", ()):
         env.pop(name, None)
+    folder = spec["cwd"]
     try:
-        os.chdir(spec["cwd"])
+        # Data, never a shell or a format: the folder's name may hold anything.
+        os.chdir(folder)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        print(entry_failure(folder, exc), file=sys.stderr)  # noqa: T201
+        return ENTER_FAILED
+    try:
         os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is ours, never a shell string
     except OSError as exc:
         # Never print argv: it holds the CSRF token.

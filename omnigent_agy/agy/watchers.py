@@ -22,6 +22,7 @@ from libtmux.exc import LibTmuxException
 
 from omnigent_agy.agy.keep import format_duration
 from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.agy.tmux_text import exact_target
 
 __all__ = ["TERMINAL_SESSION_ENV", "Watcher", "describe_watchers", "watchers"]
 
@@ -54,7 +55,7 @@ def watchers(host: TerminalHost, session: str) -> list[Watcher]:
     try:
         if not host.server.is_alive():
             return []
-        listed = host.server.cmd("list-clients", "-t", session, "-F", _FORMAT)
+        listed = host.server.cmd("list-clients", "-t", exact_target(session), "-F", _FORMAT)
     except LibTmuxException:
         logger.debug("could not list the clients of %s", session, exc_info=True)
         return []

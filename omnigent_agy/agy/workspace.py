@@ -11,13 +11,17 @@ workspace agy is started in such a link:
   no group or other bits) before anything goes in: a folder another user could have made is
   refused, never used (the plugin's own state folder under ``~/.local`` is hidden itself);
 - **one per conversation** (``workspaces/<key>/<name>``, so agy still sees the workspace's own
-  name last), recreated when missing, and removed when the conversation's agy stops
-  (:func:`remove_link`, which the launcher and ``omnigent-agy stop`` call);
+  name last), made again by every launch that needs it (:func:`relink`: a stop a moment before
+  may have removed it), and removed when the conversation's agy stops (:func:`remove_link`,
+  which the launcher and ``omnigent-agy stop`` call) unless an agy of the conversation
+  recorded as running still works in it;
 - **never shown**: cards and tool rows name the person's own path (:meth:`AgyWorkspace.for_person`).
 
 When no such folder can be made the turn is refused with ``agy_workspace_hidden``
 (:class:`WorkspaceHiddenError`), naming the path and what to do: a silent scratch folder
-would edit nothing of the person's while agy reports success.
+would edit nothing of the person's while agy reports success. A folder agy cannot enter at
+all (gone, not a folder, not the person's to enter, a name the system refuses) is refused
+with ``agy_workspace_unreachable`` (:class:`WorkspaceUnreachableError`, `check_enterable`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from omnigent_agy.agy.statedir import write_private_file
+import psutil
+
+from omnigent_agy.agy.statedir import SessionStateDir, StateDirError, write_private_file
 from omnigent_agy.rpc.errors import AgyError
 
 __all__ = [
@@ -41,10 +47,14 @@ __all__ = [
     "RUNTIME_DIR_ENV",
     "AgyWorkspace",
     "WorkspaceHiddenError",
+    "WorkspaceUnreachableError",
+    "check_enterable",
     "check_private_dir",
     "is_hidden",
     "prepare_workspace",
     "private_runtime_folder",
+    "ready_folder",
+    "relink",
     "remove_link",
 ]
 
@@ -72,6 +82,42 @@ class WorkspaceHiddenError(AgyError):
         super().__init__(message)
         self.workspace = workspace
         self.remediation = _REMEDY
+
+
+class WorkspaceUnreachableError(AgyError):
+    """The folder agy works in cannot be entered: nothing was started there."""
+
+    code = "agy_workspace_unreachable"
+
+    def __init__(self, message: str, *, folder: Path | str) -> None:
+        super().__init__(message)
+        self.folder = folder
+        self.remediation = (
+            "Check that the folder exists, is a folder and that you can enter it (`ls -ld` "
+            "on it); or start the session on another folder. Then send your message again."
+        )
+
+
+def check_enterable(folder: Path, *, shown: Path | None = None) -> None:
+    """WorkspaceUnreachableError unless ``folder`` is a directory this process may enter;
+    the message names ``shown`` (the person's spelling) when given, escaped (``repr``: a
+    newline, a control character or a direction mark in the name is shown as such)."""
+    named = shown if shown is not None else folder
+    try:
+        info = os.stat(folder)
+        if not stat.S_ISDIR(info.st_mode):
+            why = "it is not a folder"
+        elif not os.access(folder, os.X_OK):
+            why = "you may not enter it"
+        else:
+            return
+    except ValueError:  # a NUL byte: no folder can have it in its name
+        why = "no folder's name can hold a NUL character"
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    raise WorkspaceUnreachableError(
+        f"agy was not started: could not enter the folder {str(named)!r}: {why}", folder=named
+    )
 
 
 def is_hidden(path: Path | str) -> bool:
@@ -180,22 +226,47 @@ def prepare_workspace(
     if not is_hidden(person):
         return AgyWorkspace(person, person)
     try:
-        folder = private_runtime_folder(env) / _LINKS
-        check_private_dir(folder)
-        folder = folder / key
-        check_private_dir(folder)
-        link = folder / _visible_name(person)
+        link = private_runtime_folder(env) / _LINKS / key / _visible_name(person)
+    except OSError as exc:
+        raise _hidden_error(person, exc) from exc
+    relink(link, person, state_dir)
+    return AgyWorkspace(person, link)
+
+
+def relink(link: Path, person: Path, state_dir: Path) -> None:
+    """Make (or repair) the conversation's ``link`` → ``person`` and name it in
+    ``state_dir``; nothing when agy is given the workspace itself. A launch calls it right
+    before agy starts: the stop of an earlier agy may have removed the link meanwhile."""
+    if link == person:
+        return
+    try:
+        # omnigent-agy-<uid>, its workspaces/ and the conversation's folder: each 0700, ours.
+        for folder in (link.parents[2], link.parents[1], link.parent):
+            check_private_dir(folder)
         _point(link, person)
     except OSError as exc:
-        raise WorkspaceHiddenError(
-            f"agy ignores a workspace inside a hidden folder ({person}) and would silently "
-            f"work in its own scratch folder; no private link to it could be made: {exc}",
-            workspace=person,
-        ) from exc
+        raise _hidden_error(person, exc) from exc
+    # The path's bytes: a folder's name need not be UTF-8.
     record = state_dir / LINK_RECORD
-    if not record.exists() or record.read_text(encoding="utf-8") != str(link):
-        write_private_file(record, str(link))
-    return AgyWorkspace(person, link)
+    if not record.exists() or record.read_bytes() != os.fsencode(link):
+        write_private_file(record, os.fsencode(link))
+
+
+def ready_folder(link: Path | None, person: Path, state_dir: Path) -> None:
+    """Right before agy starts: the folder it starts in there and enterable. A hidden
+    workspace's ``link`` is made again (a stop a moment before removes it); a folder that
+    cannot be entered is refused (`check_enterable`) before anything starts."""
+    if link is not None:
+        relink(link, person, state_dir)
+    check_enterable(link or person, shown=person)
+
+
+def _hidden_error(person: Path, exc: OSError) -> WorkspaceHiddenError:
+    return WorkspaceHiddenError(
+        f"agy ignores a workspace inside a hidden folder ({str(person)!r}) and would silently "
+        f"work in its own scratch folder; no private link to it could be made: {exc}",
+        workspace=person,
+    )
 
 
 def _point(link: Path, target: Path) -> None:
@@ -203,7 +274,9 @@ def _point(link: Path, target: Path) -> None:
     with contextlib.suppress(OSError):
         if os.readlink(link) == str(target):
             return
-    temporary = link.with_name(f".{link.name}.{secrets.token_hex(6)}")
+    # A short name of its own (the folder is this conversation's): the link's name may be
+    # as long as a name can be already.
+    temporary = link.with_name(f".{secrets.token_hex(6)}")
     os.symlink(target, temporary, target_is_directory=True)
     try:
         os.replace(temporary, link)  # fails on a real directory in its place: never removed
@@ -215,11 +288,15 @@ def _point(link: Path, target: Path) -> None:
 def remove_link(state_dir: Path) -> bool:
     """Remove the conversation's workspace link (and its folder) if it has one; True if it did.
 
-    Only a symbolic link of this user's is removed, never what a link points at.
+    Only a symbolic link of this user's is removed, never what a link points at; and not
+    while the conversation's record names an agy that still runs (it works in the link: a
+    stop of an earlier agy must not pull it from under a newer one).
     """
+    if _recorded_agy_runs(state_dir):
+        return False
     record = state_dir / LINK_RECORD
     try:
-        link = Path(record.read_text(encoding="utf-8").strip())
+        link = Path(os.fsdecode(record.read_bytes()))
     except OSError:
         return False
     removed = False
@@ -232,3 +309,20 @@ def remove_link(state_dir: Path) -> bool:
         link.parent.rmdir()  # only when empty
     record.unlink(missing_ok=True)
     return removed
+
+
+def _recorded_agy_runs(state_dir: Path) -> bool:
+    """Whether the conversation's record names an agy not marked stopped whose process (the
+    same one: its start time matches) still runs."""
+    try:
+        record = SessionStateDir(state_dir).read_record()
+    except StateDirError:
+        return False
+    if record is None or record.stopped_at is not None:
+        return False
+    try:
+        process = psutil.Process(record.pid)
+        same = abs(process.create_time() - record.pid_create_time) < 1.0
+        return same and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

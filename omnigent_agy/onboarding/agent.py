@@ -4,8 +4,15 @@ The agent's ``agy`` terminal (agy's own screen in omnigent's Terminal view, docs
 runs ``omnigent-agy attach``. omnigent runs a declared terminal's command through a shell in
 the host's environment, whose ``PATH`` need not name the folder this plugin was installed in
 (a virtual environment, pipx), and copies the agent folder when it is registered. So the folder
-a person registers is the shipped one with this install's absolute path of ``omnigent-agy``
-written in: a copy under the user's data folder, written again (atomically) on every call.
+a person registers is the shipped one with this install's command written in: a copy under the
+user's data folder, written again (atomically) on every call.
+
+That command is this install's interpreter, isolated (``python -I -m omnigent_agy.cli
+attach``), not the ``omnigent-agy`` script: the terminal starts in a folder of omnigent's
+choosing (a workspace), and a script's interpreter puts an empty or relative ``PYTHONPATH``
+entry (``PYTHONPATH=":"``) on the module path as that folder, so a repository's own
+``omnigent_agy`` package would run in the plugin's place. ``-I`` ignores ``PYTHONPATH`` and
+the user site; the installed package (an editable install's finder too) is in site-packages.
 """
 
 from __future__ import annotations
@@ -47,14 +54,10 @@ class AttachCommand:
 
 
 def attach_command() -> AttachCommand:
-    """This install's ``omnigent-agy`` beside its interpreter (a venv's, pipx's), else the
-    interpreter itself running the CLI module."""
-    script = Path(sys.executable).with_name("omnigent-agy")
-    if script.is_file() and os.access(script, os.X_OK):
-        return AttachCommand(str(script.absolute()), ("attach",))
-    # -P: the terminal's folder (a workspace) never shadows the installed plugin.
+    """This install's interpreter (a venv's, pipx's), isolated, running the CLI module's
+    ``attach`` (see the module doc)."""
     python = str(Path(sys.executable).absolute())
-    return AttachCommand(python, ("-P", "-m", "omnigent_agy.cli", "attach"))
+    return AttachCommand(python, ("-I", "-m", "omnigent_agy.cli", "attach"))
 
 
 def rendered_agent_folder() -> Path:

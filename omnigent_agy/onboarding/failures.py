@@ -222,6 +222,12 @@ AGY_WORKSPACE_IGNORED = FailureKind(
     "Open the session on a folder whose path has no folder starting with a dot in it; "
     f"then run {_DOCTOR}.",
 )
+AGY_WORKSPACE_UNREACHABLE = FailureKind(
+    "agy_workspace_unreachable",
+    "agy cannot enter the workspace folder",
+    "Check that the folder named in the message exists, is a folder and that you can enter it "
+    "(`ls -ld` on it), or start the session on another folder; then send your message again.",
+)
 AGY_TRUST_FILE_INVALID = FailureKind(
     "agy_trust_file_invalid",
     "omnigent-agy cannot read the folders you trusted",
@@ -298,6 +304,7 @@ CATALOGUE: tuple[FailureKind, ...] = (
     AGY_WORKSPACE_NOT_TRUSTED,
     AGY_WORKSPACE_HIDDEN,
     AGY_WORKSPACE_IGNORED,
+    AGY_WORKSPACE_UNREACHABLE,
     AGY_TRUST_FILE_INVALID,
     AGY_CONVERSATIONS_UNREADABLE,
     AGY_CONVERSATION_UNKNOWN,

@@ -22,6 +22,7 @@ module that defines it (under ``omnigent_agy``; ``adapter`` is ``omnigent.commun
     ├── LaunchError                   agy.process
     ├── SeedError                     agy.gemini_source
     ├── WorkspaceHiddenError          agy.workspace
+    ├── WorkspaceUnreachableError     agy.workspace
     ├── WorkspaceNotTrustedError      agy.trust
     ├── TrustFileError                agy.trust
     ├── ConversationStoreError        agy.conversations

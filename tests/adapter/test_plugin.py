@@ -317,7 +317,7 @@ def test_shipped_agent_loads_when_enabled(home: Path) -> None:
     }
 
 
-def test_the_registered_agent_runs_this_installs_attach_by_its_absolute_path(
+def test_the_registered_agent_runs_this_installs_attach_isolated(
     home: Path,
 ) -> None:
     """`omnigent-agy agent-path` writes the folder to register: the host's PATH need not
@@ -338,12 +338,15 @@ def test_the_registered_agent_runs_this_installs_attach_by_its_absolute_path(
     command = Path(terminal["command"])
     assert command.is_absolute()
     assert os.access(command, os.X_OK)
-    assert command == Path(sys.executable).with_name("omnigent-agy")
-    assert terminal["args"] == ["attach"]
+    # This install's interpreter, isolated: the terminal may start in a workspace, whose own
+    # omnigent_agy a PYTHONPATH with an empty entry would otherwise put first.
+    assert command == Path(sys.executable).absolute()
+    assert terminal["args"] == ["-I", "-m", "omnigent_agy.cli", "attach"]
     assert terminal["start_on_attach"] is True
     shipped = yaml.safe_load((AGENT_FOLDER / "config.yaml").read_text())
     rendered = yaml.safe_load((folder / "config.yaml").read_text())
     rendered["terminals"]["agy"]["command"] = "omnigent-agy"
+    rendered["terminals"]["agy"]["args"] = ["attach"]
     assert rendered == shipped, "nothing else differs from the shipped agent"
 
 

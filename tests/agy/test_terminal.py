@@ -129,6 +129,28 @@ def test_typed_text_cannot_press_keys_or_send_escapes(
     assert terminal.is_alive()
 
 
+def test_typed_text_that_looks_like_tmux_options_is_typed(
+    tmux_host: TerminalHost, tmp_path: Path
+) -> None:
+    """``-H 03`` would send a Ctrl-C as hex, ``-X …`` a copy-mode command: text is text."""
+    script = "import sys\nprint('READY', flush=True)\nfor line in sys.stdin:\n"
+    script += "    print('GOT', repr(line), flush=True)\n"
+    terminal = tmux_host.start("opts", [sys.executable, "-c", script], cwd=tmp_path)
+    wait_until(lambda: "READY" in _screen(terminal), timeout=10, what="start-up")
+    terminal.send_text("-H 03")
+    wait_until(lambda: "GOT" in _screen(terminal), timeout=10, what="the typed line")
+    assert "GOT '-H 03\\n'" in _screen(terminal)
+    assert terminal.is_alive()
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", "..", ".", "", "x" * 65, "a b", "#(true)"])
+def test_a_socket_name_that_is_no_file_name_is_refused(name: str) -> None:
+    """The name is a file in tmux's private folder (and the host removes it when the server
+    ends): no path may walk out of it."""
+    with pytest.raises(TerminalError, match="no tmux socket name"):
+        TerminalHost(socket_name=name)
+
+
 def test_the_tmux_socket_is_private(tmux_host: TerminalHost, tmp_path: Path) -> None:
     _start_echo(tmux_host, tmp_path)
     assert stat.S_IMODE(tmux_host.socket_path.stat().st_mode) & 0o077 == 0

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
+from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.agy.workspace import (
     LINK_RECORD,
     AgyWorkspace,
@@ -15,6 +18,7 @@ from omnigent_agy.agy.workspace import (
     is_hidden,
     prepare_workspace,
     private_runtime_folder,
+    ready_folder,
     remove_link,
 )
 
@@ -210,3 +214,49 @@ def test_values_are_mapped_deeply() -> None:
     where = AgyWorkspace(Path("/w/.x/f"), Path("/run/l/f"))
     value = {"cwd": "/run/l/f", "paths": ["/run/l/f/a", 3], "n": None}
     assert where.value_for_person(value) == {"cwd": "/w/.x/f", "paths": ["/w/.x/f/a", 3], "n": None}
+
+
+def test_the_link_stays_while_the_record_names_an_agy_that_runs(
+    hidden: Path, state: Path, runtime: dict[str, str]
+) -> None:
+    """A stop of an earlier agy (`omnigent-agy stop`, a sweep) must not pull the link from
+    under the agy started since: the record names that one, still running."""
+    link = prepare_workspace(hidden, "conv_1", state, runtime).agy
+    this = psutil.Process()  # stands for the running agy: a live process of ours
+    record = AgyRecord(
+        pid=this.pid,
+        pid_create_time=this.create_time(),
+        port=None,
+        csrf_token="t0k",
+        tmux_socket="s",
+        tmux_session="agy-conv_1",
+        log_file=str(state / "agy.log"),
+        cascade_id="c-1",
+    )
+    states = SessionStateDir(state)
+    states.write_record(record)
+    assert remove_link(state) is False
+    assert link.is_symlink()
+    states.write_record(record.as_stopped("idle", time.time()))
+    assert remove_link(state) is True
+    assert not link.is_symlink()
+
+
+def test_a_launch_makes_the_link_again_after_a_stop_removed_it(
+    hidden: Path, state: Path, runtime: dict[str, str]
+) -> None:
+    link = prepare_workspace(hidden, "conv_1", state, runtime).agy
+    assert remove_link(state) is True
+    ready_folder(link, hidden, state)
+    assert os.readlink(link) == str(hidden)
+    assert (state / LINK_RECORD).read_text(encoding="utf-8") == str(link)
+
+
+def test_a_link_to_a_workspace_with_the_longest_name_can_be_made(
+    tmp_path: Path, state: Path, runtime: dict[str, str]
+) -> None:
+    """The link's temporary name is short: the link's own may be as long as a name can be."""
+    longest = tmp_path / ".hidden" / ("n" * 255)
+    longest.mkdir(parents=True)
+    link = prepare_workspace(longest, "conv_1", state, runtime).agy
+    assert os.readlink(link) == str(longest)
