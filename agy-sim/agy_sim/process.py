@@ -34,6 +34,7 @@ from typing import Any, Final
 from agy_sim.catalog import CatalogModel, ModelCatalog
 from agy_sim.child_env import agent_env
 from agy_sim.connect_app import ConnectApp, ConnectHandlerError
+from agy_sim.dialogs import typed_interaction
 from agy_sim.engine import SimEngine
 from agy_sim.engine_config import EngineSettings
 from agy_sim.fault_injector import FaultInjector
@@ -60,8 +61,8 @@ from agy_sim.tui import (
     Tui,
     TuiActions,
     survey_enabled,
-    typed_interaction,
 )
+from agy_sim.tui_screen import reports_status, screen_hooks
 from agy_sim.workspace import Workspace, find_workspace, workspace_mcp_servers
 
 _log = logging.getLogger("agy-sim")
@@ -160,7 +161,13 @@ class SimProcess:
             options.gemini_dir if options.keeps_conversations else None,
         )
         actions = TuiActions(
-            submit=engine.submit_tui_text, answer=answer, quit=self._stop.set, model=model
+            submit=engine.submit_tui_text,
+            answer=answer,
+            quit=self._stop.set,
+            model=model,
+            interaction=engine.answer_tui,
+            interrupt=lambda: engine.stop(engine.cascades[engine.tui_cascade_id]),
+            hooks=screen_hooks(engine, osc=reports_status(options.version)),
         )
         if not gemini.trusted:
             actions.trust = trust
