@@ -3,7 +3,8 @@
 Drawn and answered as recorded screens of agy 1.2.1 show them (docs/simulator.md, "The
 screen"): a numbered menu answers on the digit alone (no Enter), ``↑``/``↓`` and Enter pick
 the highlighted row, Esc interrupts (a permission) or skips (a question). A question shows
-one question at a time and ends with a ``Write-in...`` row. The trust dialog is not numbered.
+one question at a time and ends with a ``Write-in...`` row. The trust dialog, unnumbered in
+agy, gets numbers here: ``1`` or ``2`` and Enter answer it from a plain terminal.
 
 agy-sim's own additions, for a person at a plain terminal: a line typed into a dialog and
 entered (``/allow``, ``/deny``, ``/answer 2``, ``1``, ``yes``…) answers it like the TUI's
@@ -58,7 +59,7 @@ class Dialog:
         for number, option in enumerate(self.options, start=1):
             caret = PROMPT if number - 1 == self.selected else " "
             mark = ("[x] " if number - 1 in self.chosen else "[ ] ") if self.multi else ""
-            label = option if self.kind == "trust" else f"{number}. {mark}{option}"
+            label = f"{number}. {mark}{option}"
             rows.append(f"{caret} {label}")
         if self.writing:
             rows += ["", f"    {PROMPT} {self.typed}"]
@@ -200,9 +201,7 @@ def trust_dialog(workspace: str) -> Dialog:
     return Dialog(
         kind="trust",
         header=[
-            "Accessing workspace:",
-            "",
-            workspace,
+            f"Accessing workspace: {workspace}",  # one line, as docs/wire.md §9 quotes it
             "",
             "Do you trust the contents of this project?",
             "",
