@@ -21,7 +21,7 @@ from omnigent.harnesses.antigravity_native import bridge as builtin
 from waiting import wait_until
 
 from agy_sim.stack.local_stack import LocalStack
-from agy_sim.stack.rest import EventStream, Json
+from agy_sim.stack.rest import EventStream, Json, card_questions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
 BUILTIN_AGENT = "antigravity-native-ui"
@@ -65,6 +65,7 @@ def until_answer(events: EventStream, text: str) -> list[Json]:
     return seen
 
 
+@pytest.mark.timeout(600)  # agy's start and three turns (and the stack's, when first)
 def test_the_built_in_delivers_turns_to_agy_sim_and_answers_its_card(stack: LocalStack) -> None:
     client = stack.client
     host_id = stack.wait_ready(stack.main)
@@ -104,3 +105,42 @@ def test_the_built_in_delivers_turns_to_agy_sim_and_answers_its_card(stack: Loca
     ]
     assert "(agy-sim) simulated output of: ls\n" in outputs
     assert messages(stack, session, "user") == ["hello from the web", "please run: ls", "1"]
+
+
+@pytest.mark.timeout(600)  # agy's start and three turns (and the stack's, when first)
+def test_the_built_in_on_deny_and_a_multi_select_question(stack: LocalStack) -> None:
+    """What a card's answer does with the built-in (docs/simulator.md's table). A first turn
+    makes the reader adopt agy's cascade before any card (see the streamed-answer row). The
+    write-in row is not here: whether the Escape typed after its answer stops the resumed turn
+    is a race."""
+    client = stack.client
+    host_id = stack.wait_ready(stack.main)
+    session = client.create_session(BUILTIN_AGENT, host_id, str(stack.workspace))
+    with client.stream(session) as events:
+        client.send(session, "hello")
+        until_answer(events, "You said: hello")
+
+        client.send(session, "please run: ls")
+        card: Any = events.of_type("response.elicitation_request", timeout=120)
+        client.post(
+            f"/v1/sessions/{session}/elicitations/{card['elicitation_id']}/resolve",
+            {"action": "decline"},
+        )
+        until_answer(events, "Understood, I did not run `ls`")  # deny: the turn goes on
+        until_answer(events, "You said: 4")  # "4. No, cancel", typed after the RPC answer
+
+        client.send(session, "multi: which checks?")
+        card = events.of_type("response.elicitation_request", timeout=120)
+        (question,) = card_questions(card["params"])
+        # agy's step says isMultiSelect; the built-in reads the flag only from the tool
+        # call's arguments, which agy's stream leaves out: the card offers one choice. What
+        # then reaches agy varies (docs/simulator.md), so the test stops at the card.
+        assert card["params"]["ask_question"]["questions"][0]["isMultiSelect"] is True
+        assert question["multiSelect"] is False
+    users = messages(stack, session, "user")
+    assert users == [
+        "hello",
+        "please run: ls",
+        "4",
+        "multi: which checks?",
+    ]
