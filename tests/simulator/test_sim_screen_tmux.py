@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import libtmux
 import pytest
 from omnigent.harnesses.antigravity_native import bridge as builtin
 from omnigent.server.routes._antigravity_elicitation import to_tui_selection_keys
 from omnigent.server.schemas import ElicitationResult
 from simproc import FAST, Sim, SimLauncher, sim_launcher
 from test_sim_process import wait_idle, wait_steps, waiting
+from waiting import wait_until
 
 from omnigent_agy.rpc.client import RpcClient
 
@@ -115,8 +117,27 @@ def test_osc_7501_reports_leave_the_pane_clean(sims: SimLauncher, tmp_path: Path
     sim = sims.launch(*FAST, *AGY_1_5)
     raw = tmp_path / "raw.bin"
     sim.pane.cmd("pipe-pane", f"cat > {raw}")
-    sim.type("ask me a question")
-    sim.wait_screen("Question 1/1:")
+    # A terminal attached to agy's tmux, as omnigent's Terminal view is: what reaches it.
+    viewer = libtmux.Server(socket_name=f"{sims.tmux.socket_name}-viewer")
+    try:
+        seen = tmp_path / "viewer.bin"
+        session = sim.pane.session.session_name
+        attach = f"TMUX= tmux -S {socket_path(sims)} attach -t {session}"
+        view = viewer.new_session(session_name="view", window_command=attach, x=220, y=60)
+        viewer_pane = view.active_pane
+        assert viewer_pane is not None
+        viewer_pane.cmd("pipe-pane", f"cat > {seen}")
+        sim.type("ask me a question")
+        sim.wait_screen("Question 1/1:")
+        wait_until(
+            lambda: "Question 1/1:" in "\n".join(viewer_pane.capture_pane()),
+            timeout=20,
+            what="the question in the attached terminal",
+        )
+        assert b"7501" not in seen.read_bytes()
+    finally:
+        viewer.kill()
+        (socket_path(sims).parent / f"{sims.tmux.socket_name}-viewer").unlink(missing_ok=True)
     sim.pane.send_keys("Escape", enter=False)
     sim.wait_screen("[idle]")
     reports = re.findall(rb"\x1b\]7501;([^\x1b]*)\x1b\\", raw.read_bytes())
