@@ -150,6 +150,8 @@ class Cascade:
     def summary(self) -> dict[str, Any]:
         """One entry of GetAllCascadeTrajectories' ``trajectorySummaries`` (docs/wire.md §3)."""
         summary: dict[str, Any] = {"trajectoryId": self.trajectory_id, "status": self.status}
+        # Seen on agy 1.1.9 by omnigent's built-in harness, for roots and sub-agents alike.
+        summary["trajectoryType"] = "CORTEX_TRAJECTORY_TYPE_CASCADE"
         if self.steps:
             summary["stepCount"] = len(self.steps)
         summary["createdTime"] = self.created_at

@@ -35,7 +35,6 @@ from typing import Any, Final
 
 __all__ = [
     "EVENTS",
-    "FIRST_HOOKS_VERSION",
     "HookDecision",
     "Hooks",
     "around_invocation",
@@ -52,7 +51,6 @@ EVENTS: Final = (
     "PostInvocation",
     "Stop",
 )
-FIRST_HOOKS_VERSION: Final = (1, 4)  # hooks are reported from agy 1.4 on (docs/wire.md §9)
 WORKSPACE_HOOKS: Final = Path(".agents") / "hooks.json"
 PERSON_HOOKS: Final = Path("config") / "hooks.json"
 _DEFAULT_TIMEOUT: Final = 60.0

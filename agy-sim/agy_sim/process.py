@@ -34,6 +34,7 @@ from typing import Any, Final
 from agy_sim.catalog import CatalogModel, ModelCatalog
 from agy_sim.child_env import agent_env
 from agy_sim.connect_app import ConnectApp, ConnectHandlerError
+from agy_sim.dialogs import typed_interaction
 from agy_sim.engine import SimEngine
 from agy_sim.engine_config import EngineSettings
 from agy_sim.fault_injector import FaultInjector
@@ -49,10 +50,10 @@ from agy_sim.glog import (
     GlogFormatter,
 )
 from agy_sim.handlers import RpcHandlers
-from agy_sim.hooks import FIRST_HOOKS_VERSION, Hooks
+from agy_sim.hooks import Hooks
 from agy_sim.mcp_host import McpHost
 from agy_sim.model_switch import model_command, remembered_model
-from agy_sim.options import SimOptions, version_tuple
+from agy_sim.options import SimOptions
 from agy_sim.quota import QuotaAccount
 from agy_sim.serving import ReadinessGate, RefuseHttp1, RestartableServer
 from agy_sim.tui import (
@@ -61,8 +62,9 @@ from agy_sim.tui import (
     Tui,
     TuiActions,
     survey_enabled,
-    typed_interaction,
 )
+from agy_sim.tui_screen import reports_status, screen_hooks
+from agy_sim.versions import HOOKS
 from agy_sim.workspace import Workspace, find_workspace, workspace_mcp_servers
 
 _log = logging.getLogger("agy-sim")
@@ -143,7 +145,7 @@ class SimProcess:
     def _hooks(self, *, trusted: bool) -> Hooks:
         """The person's hooks and a trusted workspace's, from agy 1.4 on (docs/wire.md §9)."""
         options = self.options
-        enabled = version_tuple(options.version) >= FIRST_HOOKS_VERSION
+        enabled = options.at_least(HOOKS)
         hooks = Hooks(options.gemini_dir, self._where.folder, enabled=enabled)
         if trusted:
             hooks.trust()
@@ -175,7 +177,13 @@ class SimProcess:
             options.gemini_dir if options.keeps_conversations else None,
         )
         actions = TuiActions(
-            submit=engine.submit_tui_text, answer=answer, quit=self._stop.set, model=model
+            submit=engine.submit_tui_text,
+            answer=answer,
+            quit=self._stop.set,
+            model=model,
+            interaction=engine.answer_tui,
+            interrupt=lambda: engine.stop(engine.cascades[engine.tui_cascade_id]),
+            hooks=screen_hooks(engine, osc=reports_status(options.version)),
         )
         if not gemini.trusted:
             actions.trust = trust

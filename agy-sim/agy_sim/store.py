@@ -7,7 +7,10 @@ and ``agy --conversation <id>`` starts on a stored conversation. Where exactly a
 format agy writes its history is not recorded: agy-sim's layout is a **guess**, one JSON
 file per cascade, ``<gemini_dir>/antigravity-cli/brain/<cascadeId>/agy-sim-cascade.json``,
 holding the steps in their poll shape and what GetAllCascadeTrajectories summarises. Beside
-them, the list of conversations people report (`summaries`, docs/wire.md §9).
+them, the list of conversations people report (`summaries`, docs/wire.md §9), and an empty
+``antigravity-cli/conversations/<cascadeId>.db``: agy keeps a database per conversation
+there (omnigent's built-in harness tells its own agy's conversations by that file, seen on
+real agys; its format is unknown, so agy-sim's is empty).
 
 A cascade is saved when it is made, when a turn of it ends and when agy-sim stops; a step
 that was still moving when agy-sim stopped comes back CANCELED (a **guess** at what agy
@@ -73,6 +76,9 @@ class ConversationStore:
         temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         temp.write_text(json.dumps(data), encoding="utf-8")
         os.replace(temp, path)
+        database = self.gemini_dir / "antigravity-cli" / "conversations" / f"{path.parent.name}.db"
+        database.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        database.touch()
         if not (cascade.parent_id or cascade.root_id):
             try:
                 write_summary(self.gemini_dir, cascade)

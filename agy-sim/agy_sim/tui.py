@@ -1,7 +1,10 @@
-"""agy-sim's text UI: the conversation as plain lines, and typed turns.
+"""agy-sim's text UI: the conversation, agy's screen below it, and what is typed there.
 
-Plain line-oriented output (no curses) so it reads the same in a tmux pane, in
-``capture-pane`` and in a log. What it models from the real TUI (docs/wire.md §1):
+The conversation is plain lines (no curses), so it reads the same in a tmux pane, in
+``capture-pane`` and in a log. On a terminal, agy's screen is drawn below it (`tui_screen`:
+the composer between its rules, the footer, the dialogs) and keys are read one by one, as
+agy's TUI reads them; without a terminal only the lines are written. What it models from the
+real TUI (docs/wire.md §1):
 
 - input typed before the process is ready is **lost** (read and dropped, and the
   terminal's pending line discarded at the moment it becomes ready);
@@ -23,15 +26,15 @@ import contextlib
 import json
 import logging
 import os
-import re
 import sys
 import termios
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 from agy_sim.cascade import TranscriptEvent
+from agy_sim.tui_screen import Action, ScreenHooks, TuiScreen
 
 _log = logging.getLogger(__name__)
 
@@ -54,6 +57,8 @@ HELP: Final = (
     "/allow, /allow-conversation or /deny answers a permission; "
     "/answer 1[,2] or /answer <text> answers a question; /quit exits"
 )
+TURN_RULE: Final = "─" * 60
+ESCAPE_WAIT: Final = 0.05  # a lone ESC is the Escape key unless a sequence follows this soon
 _GATE_COMMANDS: Final = ("/allow", "/allow-conversation", "/deny", "/answer")
 
 
@@ -95,33 +100,6 @@ def render(event: TranscriptEvent) -> tuple[str, bool]:
     return text, True
 
 
-def typed_interaction(text: str) -> dict[str, Any]:
-    """The wire ``interaction`` (without its step identity) a typed answer stands for.
-
-    ``/allow``, ``/allow-conversation``, ``/deny``; ``/answer PART[; PART…]`` with one part
-    per question: option numbers (``1`` or ``1,3``), ``skip``, or write-in text (docs/wire.md §6).
-    """
-    command, _, rest = text.strip().partition(" ")
-    if command == "/allow":
-        return {"permission": {"allow": True}}
-    if command == "/allow-conversation":
-        return {"permission": {"allow": True, "scope": "PERMISSION_SCOPE_CONVERSATION"}}
-    if command == "/deny":
-        return {"permission": {"allow": False}}
-    parts = [part.strip() for part in rest.split(";")]
-    if command != "/answer" or not all(parts):
-        raise ValueError("usage: /answer 1[,2] or /answer <text>, one part per question, ';'")
-    responses: list[dict[str, Any]] = []
-    for part in parts:
-        if re.fullmatch(r"\d+(\s*,\s*\d+)*", part):
-            responses.append({"selectedOptionIds": re.findall(r"\d+", part)})
-        elif part.casefold() == "skip":
-            responses.append({"skipped": True})
-        else:
-            responses.append({"writeInResponse": part})
-    return {"askQuestion": {"responses": responses}}
-
-
 def _how_to_answer(event: TranscriptEvent) -> str:
     if "question" in event.text.casefold():
         return "answer: /answer 1[,2] or /answer <text> (or HandleCascadeUserInteraction)"
@@ -137,6 +115,11 @@ class TuiActions:
     quit: Callable[[], None] = lambda: None
     trust: Callable[[], None] | None = None  # set: the trust dialog is open at ready
     model: Callable[[str], str] | None = None  # /model [name] → a status line (model_switch)
+    # The drawn screen's: a dialog's answer (the wire's interaction body) → a status line,
+    # an interrupt (Esc while a turn runs), and what the screen follows of the engine.
+    interaction: Callable[[dict[str, Any]], Awaitable[str]] | None = None
+    interrupt: Callable[[], Awaitable[object]] | None = None
+    hooks: ScreenHooks = field(default_factory=ScreenHooks)
 
 
 class Tui:
@@ -156,13 +139,18 @@ class Tui:
         self._cascade_id = ""
         self._input_fd: int | None = None
         self._buffer = b""
-        self._lines: asyncio.Queue[str] | None = None
+        self._saved_mode: list[Any] | None = None
+        self._lines: asyncio.Queue[Action] | None = None
         self._consumer: asyncio.Task[None] | None = None
         self.lost_lines = 0  # typed before ready, dropped as agy drops them
+        self.screen = TuiScreen(out, actions.hooks)  # agy's drawn screen, on a terminal
 
     # -- output -------------------------------------------------------------------------
     def write(self, text: str, *, end_line: bool = True) -> None:
         """Show ``text``; a whole line ends a line left open by streamed deltas first."""
+        if self.screen.drawn:
+            self.screen.write(text)
+            return
         if self._line_open and end_line:
             text = "\n" + text
         self._line_open = not end_line
@@ -177,6 +165,19 @@ class Tui:
 
     def on_transcript(self, event: TranscriptEvent) -> None:
         """The engine's listener: one transcript event."""
+        if not self.screen.drawn:
+            self._show(event)
+            return
+        if event.kind == "answer_delta":
+            if event.cascade_id == self._cascade_id:
+                self.screen.live(event.text)  # the block shows it until the answer is whole
+        else:
+            if event.kind == "answer" and event.cascade_id == self._cascade_id:
+                self.screen.end_live()
+            self._show(event)
+        self.screen.sync()
+
+    def _show(self, event: TranscriptEvent) -> None:
         if event.kind == "cleared" or not self._cascade_id:
             self._cascade_id = event.cascade_id
         elif event.cascade_id != self._cascade_id and event.kind != "answer_delta":
@@ -189,6 +190,8 @@ class Tui:
             self._emit("\n")
             return
         text, ends = render(event)
+        if event.kind == "user" and self.screen.drawn:
+            text = f"{TURN_RULE}\n> {event.text}"  # agy rules off each turn of the person's
         self.write(text, end_line=ends)
 
     def starting(self, version: str, workspace: Path) -> None:
@@ -205,7 +208,10 @@ class Tui:
                 termios.tcflush(self._input_fd, termios.TCIFLUSH)
         state = "ready" if not self._signed_out else f"ready, signed out] [{SIGN_IN_HINT}"
         self.write(f"[{state}] conversation {self._cascade_id or '-'}")
-        if self._trust_pending:
+        self.screen.mounted = True
+        if self._trust_pending and self.screen.drawn:
+            self.screen.open_trust(self._workspace)
+        elif self._trust_pending:
             self.write(TRUST_PROMPT.format(workspace=self._workspace))
         elif self._survey_pending:
             self.write(SURVEY_PROMPT)
@@ -231,14 +237,32 @@ class Tui:
         if fd < 0 or not os.isatty(fd):
             _log.info("stdin is not a terminal: the TUI only writes")
             return False
+        if self.screen.drawn:
+            self._keys_mode(fd)
         asyncio.get_running_loop().add_reader(fd, self._readable)
         self._input_fd = fd
         return True
+
+    def _keys_mode(self, fd: int) -> None:
+        """Keys one by one, unechoed, as agy's TUI reads them (output processing kept), and
+        bracketed paste on: a paste arrives as one, its line breaks data, not Enter."""
+        with contextlib.suppress(termios.error):
+            self._saved_mode = termios.tcgetattr(fd)
+            mode = termios.tcgetattr(fd)
+            mode[0] &= ~(termios.ICRNL | termios.IXON)
+            mode[3] &= ~(termios.ICANON | termios.ECHO | termios.ISIG | termios.IEXTEN)
+            termios.tcsetattr(fd, termios.TCSANOW, mode)
+            self._emit("\x1b[?2004h")
 
     def detach_input(self) -> None:
         if self._input_fd is not None:
             with contextlib.suppress(OSError, ValueError, RuntimeError):
                 asyncio.get_running_loop().remove_reader(self._input_fd)
+            if self._saved_mode is not None:
+                self._emit("\x1b[?2004l")
+                with contextlib.suppress(termios.error):
+                    termios.tcsetattr(self._input_fd, termios.TCSANOW, self._saved_mode)
+                self._saved_mode = None
             self._input_fd = None
 
     def _readable(self) -> None:
@@ -250,30 +274,56 @@ class Tui:
         if not chunk:  # the terminal went away
             self.detach_input()
             return
+        if self.screen.drawn:
+            for action in self.screen.feed(chunk):
+                self._act(action)
+            if self.screen.escape_pending:
+                asyncio.get_running_loop().call_later(ESCAPE_WAIT, self._escape)
+            return
         self._buffer += chunk
         *lines, self._buffer = self._buffer.replace(b"\r", b"\n").split(b"\n")
         for raw in lines:
             self.feed_line(raw.decode("utf-8", "replace"))
 
+    def _escape(self) -> None:
+        for action in self.screen.flush_escape():
+            self._act(action)
+
     def feed_line(self, line: str) -> None:
         """One typed line (without its newline)."""
-        if not self._ready:
+        self._act(("line", line))
+
+    def _act(self, action: Action) -> None:
+        if action[0] == "lost" or not self._ready:
             self.lost_lines += 1
             _log.info("input typed before ready was lost")
             return
         if self._lines is None:
             self._lines = asyncio.Queue()
             self._consumer = asyncio.get_running_loop().create_task(self._consume(self._lines))
-        self._lines.put_nowait(line)
+        self._lines.put_nowait(action)
 
-    async def _consume(self, lines: asyncio.Queue[str]) -> None:
-        # One line at a time, in the order typed, as a terminal would.
+    async def _consume(self, actions: asyncio.Queue[Action]) -> None:
+        # One at a time, in the order typed, as a terminal would.
         while True:
-            line = await lines.get()
+            kind, value = await actions.get()
             try:
-                await self.handle_line(line)
+                await self._perform(kind, value)
             finally:
-                lines.task_done()
+                actions.task_done()
+
+    async def _perform(self, kind: str, value: Any) -> None:
+        if kind == "line":
+            await self.handle_line(value)
+        elif kind == "trust":
+            self._answer_trust(value)
+        elif kind == "typed" and str(value).startswith("/"):
+            await self.handle_line(value)  # /allow, /answer… typed into a dialog
+        elif kind == "answer" and self._actions.interaction is not None:
+            self.write(await self._actions.interaction(value))
+        elif kind == "interrupt" and self._actions.interrupt is not None:
+            await self._actions.interrupt()
+        self.screen.sync()
 
     async def drain(self) -> None:
         """Wait until every line typed so far has been handled."""
@@ -314,6 +364,7 @@ class Tui:
             self._trust_pending = False
             if self._actions.trust is not None:
                 self._actions.trust()
+            self.screen.close_trust()
             self.write(f"[trusted] {self._workspace}")
             if self._survey_pending:
                 self.write(SURVEY_PROMPT)
@@ -339,6 +390,7 @@ class Tui:
             self.write(f"[error] {exc}")
 
     async def aclose(self) -> None:
+        self.screen.close()
         self.detach_input()
         consumer, self._consumer, self._lines = self._consumer, None, None
         if consumer is not None:

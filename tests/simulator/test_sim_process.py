@@ -31,6 +31,7 @@ from waiting import await_until, wait_until
 from agy_sim.__main__ import list_models
 from agy_sim.cascade import TranscriptEvent
 from agy_sim.catalog import DEFAULT_MODEL_ENUM, ModelCatalog
+from agy_sim.dialogs import typed_interaction
 from agy_sim.faults import FaultKind, FaultRule, FaultSource, control_file_for
 from agy_sim.options import (
     DEFAULT_STARTUP_DELAY,
@@ -46,7 +47,6 @@ from agy_sim.tui import (
     TuiActions,
     render,
     survey_enabled,
-    typed_interaction,
 )
 from omnigent_agy.rpc.client import SERVICE, RpcClient
 from omnigent_agy.rpc.discovery import discover_pin

@@ -179,3 +179,22 @@ def test_a_resumed_conversation_recalls_its_earlier_messages(tmp_path: Path) -> 
             await again.engine.aclose()
 
     asyncio.run(main())
+
+
+def test_what_omnigent_s_built_in_harness_keys_on(tmp_path: Path) -> None:
+    """A cascade StartCascade makes has its conversations/<id>.db at once (the built-in keeps
+    a cascade only then) and its summary says CORTEX_TRAJECTORY_TYPE_CASCADE (the built-in
+    follows a new conversation only among those)."""
+    gemini = tmp_path / "gemini"
+
+    async def main() -> None:
+        sim = Sim(tmp_path, store_dir=str(gemini))
+        try:
+            cid = await sim.start()
+            assert (gemini / "antigravity-cli" / "conversations" / f"{cid}.db").is_file()
+            summary = (await sim.call("GetAllCascadeTrajectories", {}))["trajectorySummaries"]
+            assert summary[cid]["trajectoryType"] == "CORTEX_TRAJECTORY_TYPE_CASCADE"
+        finally:
+            await sim.engine.aclose()
+
+    asyncio.run(main())
