@@ -37,6 +37,9 @@ class EngineSettings:
     debug_rpc: bool = False  # also register SimulatorSnapshot (not an agy method)
     history_steps: int = 0  # finished steps the TUI's cascade starts with (history.py)
     frame_log: str = ""  # append a line per stream frame sent here (frame_log.py; "" = none)
+    # A sub-agent runs the task it was given, gates and all, in its own cascade (agy 1.5.15+);
+    # else it only surveys the workspace (scenarios.subagent).
+    subagents_ask: bool = True
 
     @property
     def knobs(self) -> ScenarioKnobs:

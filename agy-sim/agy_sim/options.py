@@ -29,6 +29,9 @@ from agy_sim.workspace import spelled_cwd
 SIM_VERSION: Final = "1.2.5-sim"
 # CSRF arrived in agy 1.2.2 (docs/wire.md §1): an older version enforces no token.
 FIRST_CSRF_VERSION: Final = (1, 2, 2)
+# A sub-agent's own tool calls wait on approvals and questions in its own cascade since
+# 1.5.15 (docs/wire.md §7); before, the simulated sub-agent only surveys the workspace.
+FIRST_SUBAGENT_GATES_VERSION: Final = (1, 5, 15)
 # Real agy spends 7-9 s on an account eligibility check before it is ready (docs/wire.md §1).
 DEFAULT_STARTUP_DELAY: Final = 8.0
 
@@ -74,6 +77,10 @@ class SimOptions:
     @property
     def enforces_csrf(self) -> bool:
         return version_tuple(self.version) >= FIRST_CSRF_VERSION
+
+    @property
+    def subagents_ask(self) -> bool:
+        return version_tuple(self.version) >= FIRST_SUBAGENT_GATES_VERSION
 
     def __repr__(self) -> str:  # never shows the token (docs/decisions.md §9)
         token = "set" if self.csrf_token else "unset"

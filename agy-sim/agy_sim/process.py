@@ -292,6 +292,7 @@ class SimProcess:
             "store_dir": str(options.gemini_dir) if options.keeps_conversations else "",
             "resume_conversation": options.conversation or "",
             "frame_log": str(options.frame_log or ""),
+            "subagents_ask": options.subagents_ask,
         }
         if options.waiting_timeout is not None:
             values["waiting_timeout"] = options.waiting_timeout
