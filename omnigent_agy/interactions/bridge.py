@@ -242,7 +242,11 @@ class InteractionBridge:
         return await self._ask_elicitation(handling)
 
     async def _decide_permission(self, handling: _Handling, note: str | None) -> _Answer:
-        request = _for_person(handling.current.request, self._person_paths)
+        # The live step re-read from agy; who asks (a sub-agent) is known from the announcement.
+        asked_by = handling.origin.request.asked_by
+        request = replace(
+            _for_person(handling.current.request, self._person_paths), asked_by=asked_by
+        )
         judged = permission_request_for(request)
         verdict = await self._host_verdict(handling, judged)
         if verdict.action is not PolicyAction.ASK:
@@ -290,7 +294,12 @@ class InteractionBridge:
 
     async def _ask_questions(self, handling: _Handling, note: str | None) -> _Answer:
         request = handling.current.request
-        form = QuestionForm(request.call_id, request.wanted.questions, note=note)
+        form = QuestionForm(
+            request.call_id,
+            request.wanted.questions,
+            note=note,
+            asked_by=handling.origin.request.asked_by,
+        )
         for _ in range(_MAX_INVALID_ANSWERS):
             try:
                 answers = await self._host(handling, self._prompts.ask_questions(form))
