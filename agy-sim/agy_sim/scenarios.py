@@ -322,7 +322,11 @@ async def subagent(turn: TurnApi) -> None:
         thinking="**Delegating**\n\nA sub-agent can survey the workspace.",
     )
     report = await turn.invoke_subagent(call, role=role, task=task, delegate=bool(delegated))
-    await turn.say(f"The sub-agent reported: {report}")
+    # As agy, the parent's next model call thinks before it writes its reply.
+    await turn.say(
+        f"The sub-agent reported: {report}",
+        thinking="**Reading the report**\n\nThe sub-agent has finished; its report is in.",
+    )
 
 
 async def subagent_worker(turn: TurnApi) -> None:
