@@ -31,6 +31,7 @@ from omnigent_agy.agy.keep import TurnLease
 from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.sweep import acquire_sweeper
 from omnigent_agy.interactions.bridge import InteractionBridge
+from omnigent_agy.interactions.grants import ConversationGrants
 from omnigent_agy.interactions.policy import PermissionPolicy
 from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel
 from omnigent_agy.reading.events import (
@@ -94,6 +95,8 @@ class AgySession:
         self._sweeper = acquire_sweeper(settings.keep, settings.state_base)
         self._bridge: InteractionBridge | None = None
         self._bridge_tasks: set[asyncio.Task[object]] = set()
+        # What the person allowed "for this conversation", for its sub-agents too.
+        self._grants = ConversationGrants()
         # The running sub-agents of the turn, each followed on its own cascade.
         self._subagents = SubAgents(self._binding, self._sink.publish)
         self._turn: Turn | None = None
@@ -372,6 +375,7 @@ class AgySession:
             policy=self._policy,
             plugin_manager=self._pm,
             person_paths=self._binding.gate.workspace.for_person,
+            grants=self._grants,
         )
 
 

@@ -199,3 +199,24 @@ def test_the_operators_rules_apply_to_a_sub_agents_calls(
         allowed = harness.turn("use a sub-agent to run: echo fine by the rules")
         allowed.until("response.completed", timeout=120)
         assert "response.elicitation_request" not in allowed.kinds(), "an allowed call was asked"
+
+
+def test_for_this_conversation_covers_the_sub_agents_calls(
+    harness: HarnessServer, agy_env: dict[str, str]
+) -> None:
+    first = harness.turn("run: echo allowed all along")
+    card = first.until("response.elicitation_request")
+    harness.press(card, "allow “echo allowed all along” for this conversation")
+    first.until("response.completed", timeout=120)
+    # The sub-agent's own cascade knows nothing of that answer; the person's answer holds.
+    second = harness.turn("use a sub-agent to run: echo allowed all along")
+    second.until("response.completed", timeout=120)
+    assert "response.elicitation_request" not in second.kinds(), "the person was asked again"
+    ran = last_of(child_steps(agy_env, harness.conversation_id), RUN)
+    assert ran["status"] == DONE
+    assert ran["runCommand"].get("userRejected") is not True
+    # Another command is still the person's to decide.
+    third = harness.turn("use a sub-agent to run: echo something else")
+    card = third.until("response.elicitation_request")
+    harness.press(card, "deny")
+    third.until("response.completed", timeout=120)
