@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -176,8 +176,9 @@ class InteractionBridge:
             return replace(outcome, status=OutcomeStatus.DUPLICATE)
         return outcome
 
-    async def deny_pending(self) -> bool:
-        """Interrupt: refuse every gate on the wire, cancel the prompts; True if any was."""
+    async def deny_pending(self, also: Sequence[str] = ()) -> bool:
+        """Interrupt: refuse every gate on the wire (the sub-agents' cascades `also` too),
+        cancel the prompts; True if any was."""
         handlings = list(self._handlings)
         for handling in handlings:
             handling.interrupted = True
@@ -187,7 +188,7 @@ class InteractionBridge:
         for handling in handlings:
             async with handling.lock:
                 denied |= await self._refuse(handling)
-        return await self._delivery.refuse_unclaimed() or denied
+        return await self._delivery.refuse_unclaimed(also) or denied
 
     # -- the flow ------------------------------------------------------------------------
 

@@ -330,7 +330,7 @@ class AgySession:
         if self._turn is not None:
             self._turn.interrupted = True
         if self._bridge is not None:
-            await self._bridge.deny_pending()
+            await self._bridge.deny_pending(self._subagents.running())
         client = await self._binding.rpc()
         # The whole tree: the conversation first (so it starts no further sub-agent), then
         # each running sub-agent, whose gates were refused above.
