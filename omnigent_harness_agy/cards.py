@@ -95,12 +95,18 @@ def conversation_label(pattern: str | None) -> str:
     return "Allow for this conversation"
 
 
+def speaker(harness_label: str, asked_by: str | None) -> str:
+    """Who asks: agy itself, or one of its sub-agents, named (its gates are its own)."""
+    return f"{harness_label}'s sub-agent “{asked_by}”" if asked_by else harness_label
+
+
 def permission_message(card: PermissionCard, *, harness_label: str) -> str:
     """What the card says: the command (or file, MCP tool) in words, where, and why again.
 
     One line: the web shows the message as plain text, without markdown.
     """
-    text = f"{harness_label} wants to {_WANTS_TO[card.kind]} “{card.subject}”"
+    who = speaker(harness_label, card.asked_by)
+    text = f"{who} wants to {_WANTS_TO[card.kind]} “{card.subject}”"
     if card.command_line and card.command_line != card.subject:
         text += f" (part of “{card.command_line}”)"
     if card.cwd:
@@ -173,7 +179,7 @@ def question_params(form: QuestionForm, *, harness_label: str) -> ElicitationReq
         }
         for field, question in zip(answer_fields(form), form.questions, strict=True)
     ]
-    message = f"{harness_label} needs your input"
+    message = f"{speaker(harness_label, form.asked_by)} needs your input"
     for extra in (form.note, form.error):
         if extra:
             message = f"{extra}\n\n{message}"

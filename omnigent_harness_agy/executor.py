@@ -104,6 +104,7 @@ class AgyExecutor(Executor):
         self._policy_evaluator: Any = None
         self._form_elicitor: Any = None  # installed by AgyExecutorAdapter
         self._subagent_titles: set[str] = set()  # agy's sub-agents this harness reported
+        self._subagent_keys: dict[str, str] = {}  # their rows' keys, by child cascade
         self._timing = TimingLog.from_env(self._env)  # opt-in, for benchmarks (timing.py)
 
     # --- capabilities ---------------------------------------------------------------------
@@ -295,7 +296,7 @@ class AgyExecutor(Executor):
                 metadata={"call_id": event.call_id},
             )
         if isinstance(event, ev.SubAgentStarted | ev.SubAgentFinished | ev.SubAgentEvent):
-            translated = subagent_event(event)
+            translated = subagent_event(event, self._subagent_keys)
             if isinstance(translated, SubAgentStarted):
                 self._subagent_titles.add(translated.title)
             return translated

@@ -63,6 +63,7 @@ from .cards import (
     question_answers,
     question_params,
     skipped,
+    speaker,
     with_notes,
 )
 from .terminal_cards import (
@@ -162,7 +163,10 @@ class OmnigentPrompts:
     async def ask_questions(self, form: QuestionForm) -> QuestionAnswers | None:
         if fits_choice_card(form):
             question = form.questions[0]
-            message = with_notes(question.text, form.error or form.note)
+            asked = question.text
+            if form.asked_by:
+                asked = f"{speaker(self._label, form.asked_by)} asks: {asked}"
+            message = with_notes(asked, form.error or form.note)
             texts = [option.text for option in question.options]
             if form.allow_write_in:
                 texts.append(WRITE_IN)

@@ -44,6 +44,8 @@ from agy_sim.triggers import choose
 from agy_sim.turn import Turn, TurnAbortedError, TurnEnv
 from agy_sim.turn_api import Script
 
+StartedChild = Callable[[str], None]  # told the child cascade id as the sub-agent starts
+
 __all__ = ["SimEngine", "TranscriptEvent"]
 
 logger = logging.getLogger(__name__)
@@ -377,14 +379,15 @@ class SimEngine:
             self._start_turn(cascade, cascade.queue.pop(0))
 
     async def _spawn_subagent(
-        self, parent: Cascade, task: str, model: CatalogModel, started: Callable[[str], None]
+        self, parent: Cascade, task: str, model: CatalogModel, started: StartedChild, ask: bool
     ) -> str:
         child = self.new_cascade(parent=parent)
+        # agy 1.5.15+: a delegated task runs as a turn's text would, gates in the child (§7).
+        worker = choose(task)[1] if ask and self.settings.subagents_ask else subagent_worker
         started(child.cascade_id)
-        message = QueuedMessage(
-            [{"text": task}], self.planner_config({"planModel": model.model}), ""
-        )
-        self._start_turn(child, message, script=subagent_worker, source=sf.SRC_SYSTEM)
+        config = self.planner_config({"planModel": model.model})
+        message = QueuedMessage([{"text": task}], config, "")
+        self._start_turn(child, message, script=worker, source=sf.SRC_SYSTEM)
         assert child.task is not None
         try:
             # Shielded: cancelling the parent (CancelCascadeSteps) leaves the child running;

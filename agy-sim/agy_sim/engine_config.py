@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from agy_sim.catalog import DEFAULT_MODEL_ENUM, DEFAULT_MODELS, CatalogModel
 from agy_sim.turn_api import ScenarioKnobs
-from agy_sim.versions import DEFAULT, Version, at_least
+from agy_sim.versions import DEFAULT, SUBAGENT_GATES, Version, at_least
 
 __all__ = ["EngineSettings", "IdSource"]
 
@@ -43,6 +43,12 @@ class EngineSettings:
     def at_least(self, feature: Version) -> bool:
         """Whether the agy this runs as has ``feature`` (a first version of ``versions``)."""
         return at_least(self.sim_version, feature)
+
+    @property
+    def subagents_ask(self) -> bool:
+        """A sub-agent runs the task it was given, gates and all, in its own cascade (agy
+        1.5.15+); before, it only surveys the workspace (scenarios.subagent)."""
+        return self.at_least(SUBAGENT_GATES)
 
     @property
     def knobs(self) -> ScenarioKnobs:

@@ -24,7 +24,15 @@ from typing import Final
 
 from agy_sim.faults import FaultConfigError, FaultRule, control_file_for, parse_spec
 from agy_sim.quota import QUOTA_SCENARIOS
-from agy_sim.versions import CHANGELOG, CSRF, DEFAULT_VERSION, Version, at_least, version_tuple
+from agy_sim.versions import (
+    CHANGELOG,
+    CSRF,
+    DEFAULT_VERSION,
+    SUBAGENT_GATES,
+    Version,
+    at_least,
+    version_tuple,
+)
 from agy_sim.workspace import spelled_cwd
 
 __all__ = [
@@ -100,6 +108,11 @@ class SimOptions:
     def enforces_csrf(self) -> bool:
         # CSRF arrived in agy 1.2.2 (docs/wire.md §1): an older version enforces no token.
         return self.at_least(CSRF)
+
+    @property
+    def subagents_ask(self) -> bool:
+        """A sub-agent's own calls wait in its own cascade (``versions.SUBAGENT_GATES``)."""
+        return self.at_least(SUBAGENT_GATES)
 
     def __repr__(self) -> str:  # never shows the token (docs/decisions.md §9)
         token = "set" if self.csrf_token else "unset"

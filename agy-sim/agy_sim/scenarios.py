@@ -302,8 +302,16 @@ async def model_error(turn: TurnApi) -> None:
     )
 
 
+# "use a sub-agent to run: npm test", "have a sub-agent ask me a question": what follows the
+# word is the sub-agent's own task (a command it runs, a question it asks, in its cascade).
+DELEGATED = re.compile(r"sub-?agent\b\W*(?:to\s+|that\s+)?(?P<task>(?:run|ask)\b.*)", re.I | re.S)
+
+
 async def subagent(turn: TurnApi) -> None:
     role, task = "Workspace Surveyor", "Survey the workspace and report what is there."
+    delegated = DELEGATED.search(turn.text)
+    if delegated:
+        role, task = "Researcher", delegated["task"].strip()
     call = await turn.call_tool(
         "invoke_subagent",
         _tool_args(
@@ -313,8 +321,12 @@ async def subagent(turn: TurnApi) -> None:
         ),
         thinking="**Delegating**\n\nA sub-agent can survey the workspace.",
     )
-    report = await turn.invoke_subagent(call, role=role, task=task)
-    await turn.say(f"The sub-agent reported: {report}")
+    report = await turn.invoke_subagent(call, role=role, task=task, delegate=bool(delegated))
+    # As agy, the parent's next model call thinks before it writes its reply.
+    await turn.say(
+        f"The sub-agent reported: {report}",
+        thinking="**Reading the report**\n\nThe sub-agent has finished; its report is in.",
+    )
 
 
 async def subagent_worker(turn: TurnApi) -> None:

@@ -320,7 +320,9 @@ class ToolRuns:
         await self._steps.pause()
         self._finish(index)
 
-    async def invoke_subagent(self, call: sf.ToolCall, *, role: str, task: str) -> str:
+    async def invoke_subagent(
+        self, call: sf.ToolCall, *, role: str, task: str, delegate: bool = False
+    ) -> str:
         # No recorded INVOKE_SUBAGENT payload exists: the shape is a guess, the same one the
         # project's hand-made fixtures use (subagents[] requested, results[] per child).
         steps = self._steps
@@ -335,7 +337,7 @@ class ToolRuns:
             step["invokeSubagent"]["results"] = [{"conversationId": child_id}]
             steps.touch(index)
 
-        report = await steps.env.spawn_subagent(steps.cascade, task, steps.model, started)
+        report = await steps.env.spawn_subagent(steps.cascade, task, steps.model, started, delegate)
         step["invokeSubagent"]["results"][0]["summary"] = report
         self._finish(index)
         return report

@@ -285,8 +285,10 @@ class Turn:
     async def list_directory(self, call: sf.ToolCall, path: Path) -> None:
         await self._tools.list_directory(call, path)
 
-    async def invoke_subagent(self, call: sf.ToolCall, *, role: str, task: str) -> str:
-        return await self._tools.invoke_subagent(call, role=role, task=task)
+    async def invoke_subagent(
+        self, call: sf.ToolCall, *, role: str, task: str, delegate: bool = False
+    ) -> str:
+        return await self._tools.invoke_subagent(call, role=role, task=task, delegate=delegate)
 
     async def mcp_tool(
         self, call: sf.ToolCall, server: str, tool: str, arguments: dict[str, Any]

@@ -21,7 +21,8 @@ from agy_sim.hooks import Hooks
 from agy_sim.mcp_host import McpHost
 from agy_sim.turn_api import ScenarioKnobs
 
-SpawnSubagent = Callable[[Cascade, str, CatalogModel, Callable[[str], None]], Awaitable[str]]
+# (parent, task, model, started(child id), delegate) -> the sub-agent's report
+SpawnSubagent = Callable[[Cascade, str, CatalogModel, Callable[[str], None], bool], Awaitable[str]]
 
 
 class TurnAbortedError(Exception):

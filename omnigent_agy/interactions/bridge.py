@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -43,6 +43,7 @@ from omnigent_agy.interactions.gates import (
     permission_request_for,
     question_payload,
 )
+from omnigent_agy.interactions.grants import ConversationGrants
 from omnigent_agy.interactions.outcome import InteractionOutcome, OutcomeStatus
 from omnigent_agy.interactions.policy import (
     PermissionDecision,
@@ -126,11 +127,13 @@ class InteractionBridge:
         plugin_manager: pluggy.PluginManager | None = None,
         log: logging.Logger | None = None,
         person_paths: Callable[[str], str] | None = None,
+        grants: ConversationGrants | None = None,
     ) -> None:
         """`person_paths` rewrites agy's spelling of paths into the person's (a hidden
         workspace is reached through a link: agy/workspace.py) before a permission is judged
         or shown, so rules, policies and cards all see the paths the person knows."""
-        self._person_paths = person_paths
+        self._paths = person_paths
+        self._grants = grants or ConversationGrants()  # the person's, kept by the session
         self._client = client
         self._prompts = prompts
         self._policy = policy
@@ -173,8 +176,9 @@ class InteractionBridge:
             return replace(outcome, status=OutcomeStatus.DUPLICATE)
         return outcome
 
-    async def deny_pending(self) -> bool:
-        """Interrupt: refuse every gate on the wire, cancel the prompts; True if any was."""
+    async def deny_pending(self, also: Sequence[str] = ()) -> bool:
+        """Interrupt: refuse every gate on the wire (the sub-agents' cascades `also` too),
+        cancel the prompts; True if any was."""
         handlings = list(self._handlings)
         for handling in handlings:
             handling.interrupted = True
@@ -184,7 +188,7 @@ class InteractionBridge:
         for handling in handlings:
             async with handling.lock:
                 denied |= await self._refuse(handling)
-        return await self._delivery.refuse_unclaimed() or denied
+        return await self._delivery.refuse_unclaimed(also) or denied
 
     # -- the flow ------------------------------------------------------------------------
 
@@ -242,7 +246,9 @@ class InteractionBridge:
         return await self._ask_elicitation(handling)
 
     async def _decide_permission(self, handling: _Handling, note: str | None) -> _Answer:
-        request = _for_person(handling.current.request, self._person_paths)
+        # The live step re-read from agy; who asks (a sub-agent) is known from the announcement.
+        asked_by = handling.origin.request.asked_by
+        request = _for_person(replace(handling.current.request, asked_by=asked_by), self._paths)
         judged = permission_request_for(request)
         verdict = await self._host_verdict(handling, judged)
         if verdict.action is not PolicyAction.ASK:
@@ -257,6 +263,9 @@ class InteractionBridge:
                 allow=decision.allowed, for_conversation=decision.scope is Scope.CONVERSATION
             )
             return _Answer(payload, OutcomeStatus.ANSWERED, why, decision.reason)
+        if self._grants.covers(request):  # "for this conversation" covers its sub-agents too
+            allowed = permission_payload(allow=True, for_conversation=True)
+            return _Answer(allowed, OutcomeStatus.ANSWERED, "person, for this conversation")
         card = permission_card(request, note)
         try:
             choice = await self._host(handling, self._prompts.ask_permission(card))
@@ -265,6 +274,8 @@ class InteractionBridge:
             return _Answer(permission_payload(allow=False), OutcomeStatus.REFUSED, "host", str(exc))
         if choice is None:
             return _Answer(permission_payload(allow=False), OutcomeStatus.DISMISSED, "person")
+        if choice is PermissionAnswer.ALLOW_CONVERSATION:
+            self._grants.grant(request)
         payload = permission_payload(
             allow=choice is not PermissionAnswer.DENY,
             for_conversation=choice is PermissionAnswer.ALLOW_CONVERSATION,
@@ -290,7 +301,12 @@ class InteractionBridge:
 
     async def _ask_questions(self, handling: _Handling, note: str | None) -> _Answer:
         request = handling.current.request
-        form = QuestionForm(request.call_id, request.wanted.questions, note=note)
+        form = QuestionForm(
+            request.call_id,
+            request.wanted.questions,
+            note=note,
+            asked_by=handling.origin.request.asked_by,
+        )
         for _ in range(_MAX_INVALID_ANSWERS):
             try:
                 answers = await self._host(handling, self._prompts.ask_questions(form))

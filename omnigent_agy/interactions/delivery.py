@@ -15,7 +15,7 @@ the live gate it answers now. Gates claimed by another claim are never chosen.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -200,16 +200,18 @@ class GateDelivery:
             resend_safe=False,
         )
 
-    async def refuse_unclaimed(self) -> bool:
-        """Refuse the gates nobody claims (announced, not yet handled); True if any was."""
+    async def refuse_unclaimed(self, also: Sequence[str] = ()) -> bool:
+        """Refuse the gates nobody claims (announced, not yet handled) in the conversation and
+        in the cascades `also` names (its running sub-agents'); True if any was."""
+        gates: list[Gate] = []
         try:
-            cascade = self.cascade_id
             summaries = await self._client.run(lambda c: c.get_all_cascade_trajectories())
-            summary = obj(obj(summaries.get("trajectorySummaries")).get(cascade))
-            indices = [
-                int64(obj(w).get("stepIndex")) or 0 for w in seq(summary.get("waitingSteps"))
-            ]
-            gates = await self.waiting_gates(min(indices), cascade) if indices else []
+            for cascade in (self.cascade_id, *also):
+                summary = obj(obj(summaries.get("trajectorySummaries")).get(cascade))
+                indices = [
+                    int64(obj(w).get("stepIndex")) or 0 for w in seq(summary.get("waitingSteps"))
+                ]
+                gates += await self.waiting_gates(min(indices), cascade) if indices else []
         except RpcError as exc:
             self._log.warning("interrupt: could not list agy's waiting steps: %s", exc)
             return False

@@ -104,6 +104,7 @@ def permission_card(request: InteractionRequested, note: str | None) -> Permissi
         action_description=wanted.action_description,
         persist_pattern=wanted.suggested_persist_pattern,
         note=note,
+        asked_by=request.asked_by,
     )
 
 

@@ -94,6 +94,7 @@ class PermissionCard:
     action_description: str | None = None
     persist_pattern: str | None = None  # what agy suggests "for this conversation" covers
     note: str | None = None
+    asked_by: str | None = None  # the sub-agent that asks (its title), None for agy itself
 
 
 # --- questions -------------------------------------------------------------------------------
@@ -113,6 +114,7 @@ class QuestionForm:
     allow_write_in: bool = True
     error: str | None = None
     note: str | None = None
+    asked_by: str | None = None  # the sub-agent that asks (its title), None for agy itself
 
 
 @dataclass(frozen=True, slots=True)

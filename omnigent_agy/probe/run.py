@@ -32,6 +32,7 @@ from omnigent_agy.probe.observations import Observations
 from omnigent_agy.probe.recording import Recorder, RecordingLeakError
 from omnigent_agy.probe.redact import Redactor
 from omnigent_agy.probe.scratch import ProbeAgy, Scratch, Started
+from omnigent_agy.probe.subagent_checks import check_subagent_gate
 from omnigent_agy.probe.turn_checks import (
     PLANS,
     Context,
@@ -55,6 +56,7 @@ _CHECKS: dict[str, Callable[[Context, TurnPlan], Awaitable[list[Finding]]]] = {
     "command": check_command,
     "deny": check_deny,
     "question": check_question,
+    "subagent": check_subagent_gate,
     "interrupt": check_interrupt,
 }
 # What each turn would have shown, for the field table's SKIP lines.

@@ -89,6 +89,12 @@ PLANS: Final[tuple[TurnPlan, ...]] = (
         "short sentence.",
     ),
     TurnPlan(
+        "subagent",
+        "a sub-agent's command gate in the sub-agent's own cascade, allowed once (§7)",
+        "Use invoke_subagent to start exactly one sub-agent and wait for its report; do "
+        "nothing else yourself. Start one sub-agent to run: echo omnigent-agy-probe-helper",
+    ),
+    TurnPlan(
         "interrupt",
         "an answer stopped while it streams, as omnigent's Stop does (§3)",
         "Write a long essay of about two thousand words on the history of the bicycle.",

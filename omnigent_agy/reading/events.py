@@ -195,6 +195,9 @@ class InteractionRequested:
     wanted: RequestedInteraction
     command_line: str | None = None
     cwd: str | None = None
+    asked_by: str | None = None
+    """The title of the sub-agent whose cascade waits (its role), None for the conversation's
+    own: the card says which sub-agent asks (docs/wire.md §7)."""
 
     @property
     def kind(self) -> InteractionKind:
@@ -219,13 +222,17 @@ class InteractionResolved:
 
 @dataclass(frozen=True, slots=True)
 class SubAgentStarted:
-    """An INVOKE_SUBAGENT step spawned a child cascade (docs/wire.md §7)."""
+    """An INVOKE_SUBAGENT step spawned a child cascade (docs/wire.md §7).
+
+    `task` is what the child was asked, from its own first user input, once the session has
+    read it; the mapper leaves it empty (the guessed `spec.prompt` stands in)."""
 
     call_id: str
     child_cascade_id: str
     role: str
     agent_type: str
     spec: JsonObject
+    task: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +243,8 @@ class SubAgentFinished:
     child_cascade_id: str
     ok: bool
     result: JsonObject
+    summary: str = ""  # the child's own last answer, once the session has read it
+    title: str = ""  # the sub-agent's title (`SubAgentStarted`'s role), when known
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +254,7 @@ class SubAgentEvent:
     parent_call_id: str
     child_cascade_id: str
     event: Event
+    title: str = ""  # the sub-agent's title (its role), when known
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,8 +91,8 @@ class MapperState:
         """What a restarted reader needs to go on without publishing anything twice.
 
         Committed steps, the text already streamed for steps still generating, and the tool
-        calls already started. Open interactions are deliberately left out: a new process has
-        no card on screen for them, so they are announced again.
+        calls already started. Open interactions and running sub-agents are deliberately left
+        out: a new process has no card on screen for them, so they are announced again.
         """
         return {
             "committed": {t: s.to_json() for t, s in self._committed.items()},
@@ -109,7 +109,9 @@ class MapperState:
                 {"trajectory_id": k.trajectory_id, "step_index": k.step_index, "name": name}
                 for k, name in self._open_tools.items()
             ],
-            "children": sorted(self._children),
+            # Children are left out like open interactions: a child still running when a
+            # process died is announced again, so the new process follows it (and its gates).
+            "children": [],
             "model": self.model,
             "gate_retries": self._retries.export(),
         }

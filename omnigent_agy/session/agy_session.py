@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, cast
 
 import pluggy
 
@@ -31,6 +31,7 @@ from omnigent_agy.agy.keep import TurnLease
 from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.sweep import acquire_sweeper
 from omnigent_agy.interactions.bridge import InteractionBridge
+from omnigent_agy.interactions.grants import ConversationGrants
 from omnigent_agy.interactions.policy import PermissionPolicy
 from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel
 from omnigent_agy.reading.events import (
@@ -44,6 +45,7 @@ from omnigent_agy.reading.reader import (
     TurnEnded,
 )
 from omnigent_agy.reading.sink import HandoffSink, release
+from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.errors import RpcError
 from omnigent_agy.session.binding import (
     AgyBinding,
@@ -58,7 +60,11 @@ from omnigent_agy.session.model_choice import ModelChooser
 from omnigent_agy.session.quota_turn import explain_quota
 from omnigent_agy.session.send import cascade_summary, send_once, step_count
 from omnigent_agy.session.shown import ShownLedger
-from omnigent_agy.session.subagents import child_tool_calls
+from omnigent_agy.session.subagents import (
+    ChildProgress,
+    SubAgents,
+    open_subagents,
+)
 from omnigent_agy.session.turns import AgyRestarted, ConversationLost, Turn, TurnEvent
 from omnigent_agy.session.version_notice import VersionNotice
 from omnigent_agy.session.workspace_gate import admit, person_view
@@ -86,7 +92,7 @@ class AgySession:
         self.settings = settings
         self._policy = policy or PermissionPolicy()
         self._pm = plugin_manager
-        self._sink: HandoffSink[ReaderEvent | BridgeFailed] = HandoffSink()
+        self._sink: HandoffSink[ReaderEvent | BridgeFailed | ChildProgress] = HandoffSink()
         self._binding = binding(settings, sink=self._sink, plugin_manager=plugin_manager)
         self._lease = TurnLease(self._binding.state)
         self.shown = ShownLedger(self._binding.state.path / "shown.bin")
@@ -95,6 +101,10 @@ class AgySession:
         self._sweeper = acquire_sweeper(settings.keep, settings.state_base)
         self._bridge: InteractionBridge | None = None
         self._bridge_tasks: set[asyncio.Task[object]] = set()
+        # What the person allowed "for this conversation", for its sub-agents too.
+        self._grants = ConversationGrants()
+        # The running sub-agents of the turn, each followed on its own cascade.
+        self._subagents = SubAgents(self._binding, self._sink.publish)
         self._turn: Turn | None = None
         """The running turn, or the latest one (its model names the turn's usage)."""
         # omnigent's choice when it changed, else a switch typed in agy, else the same model.
@@ -219,7 +229,7 @@ class AgySession:
         self._bridge = await self._new_bridge(cascade)
         self._sink.bind()
         try:
-            stale = self._sink.take_held()
+            stale = [e for e in self._sink.take_held() if not isinstance(e, ChildProgress)]
             # A harness process killed mid-turn left its turn to agy: what agy did for it
             # since (the rest of an answer, a command's output) reaches omnigent now, first.
             # Its host failed that turn; these steps were never published.
@@ -238,11 +248,17 @@ class AgySession:
             for inherited_event in inheritance:
                 inherited_event = person_view(inherited_event, self._binding.gate.workspace)  # noqa: PLW2901
                 turn.tally.note(inherited_event)
-                yield inherited_event
+                # A sub-agent still running (its card may wait): followed again, shown again.
+                ask = self._start_interaction
+                for passed in await self._subagents.expand(inherited_event, ask):
+                    yield cast("TurnEvent", passed)
             for gate in open_gates(stale):
                 # ...and a gate still open: agy waits on it (e.g. a harness restarted while
                 # its card was shown), so it is asked again; a stale one resolves as gone.
                 self._start_interaction(gate)
+            for running in [] if inherited else open_subagents(stale):  # ...or a sub-agent's
+                for passed in await self._subagents.expand(running, self._start_interaction):
+                    yield cast("TurnEvent", passed)
             # Not kept for the rest of the turn: a replay held between turns can be tens of
             # thousands of events.
             del inheritance
@@ -257,6 +273,7 @@ class AgySession:
             home.close_turn()
             for task in list(self._bridge_tasks):
                 task.cancel()
+            await self._subagents.close()
             self._sink.unbind()
 
     async def _follow_turn(self, turn: Turn) -> AsyncIterator[TurnEvent]:
@@ -281,14 +298,14 @@ class AgySession:
             elif isinstance(event, InteractionRequested):
                 turn.tally.note(event)
                 self._start_interaction(event)
-            else:
+            elif not isinstance(event, ChildProgress):
                 event = person_view(event, self._binding.gate.workspace)
                 turn.tally.note(event)
-            for call in await child_tool_calls(self._binding, event):  # a finished sub-agent's
-                yield call
-            yield event
+            # A sub-agent's start, end and what it did meanwhile; its gates go to the bridge.
+            for passed in await self._subagents.expand(event, self._start_interaction):
+                yield cast("TurnEvent", passed)
 
-    async def _next_event(self) -> ReaderEvent | BridgeFailed | None:
+    async def _next_event(self) -> ReaderEvent | BridgeFailed | ChildProgress | None:
         """The next reader event, or None after a quiet spell in which agy was checked."""
         try:
             return await self._sink.get(timeout=_LIVENESS_SECONDS)
@@ -336,13 +353,16 @@ class AgySession:
         if self._turn is not None:
             self._turn.interrupted = True
         if self._bridge is not None:
-            await self._bridge.deny_pending()
-        try:
-            cascade = agy.cascade_id
-            await (await self._binding.rpc()).run(lambda c: c.cancel_cascade_steps(cascade))
-        except RpcError as exc:
-            _logger.warning("cancelling agy's turn failed: %s", exc)
-            return False
+            await self._bridge.deny_pending(self._subagents.running())
+        client = await self._binding.rpc()
+        # The whole tree: the conversation first (so it starts no further sub-agent), then
+        # each running sub-agent, whose gates were refused above.
+        for cascade in [agy.cascade_id, *self._subagents.running()]:
+            try:
+                await client.run(_cancel(cascade))
+            except RpcError as exc:
+                _logger.warning("cancelling agy's turn in %s failed: %s", cascade, exc)
+                return False
         return True
 
     async def steer(self, text: str) -> bool:
@@ -378,4 +398,9 @@ class AgySession:
             policy=self._policy,
             plugin_manager=self._pm,
             person_paths=self._binding.gate.workspace.for_person,
+            grants=self._grants,
         )
+
+
+def _cancel(cascade: str) -> Callable[[RpcClient], Awaitable[Any]]:
+    return lambda client: client.cancel_cascade_steps(cascade)

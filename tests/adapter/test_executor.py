@@ -189,8 +189,9 @@ def test_tool_rows_and_sub_agents(tmp_path: Path) -> None:
     assert isinstance(out[1], ToolCallComplete)
     assert out[1].status == ToolCallStatus.SUCCESS
     assert out[1].result == "a\nb\n[exit code 2]"
-    assert out[2] == SubAgentStarted(child_key="child-1", title="reviewer")
-    assert out[3] == SubAgentCompleted(child_key="child-1", ok=True)
+    # One key from start to end: the one its start named (the role, then the cascade's id).
+    assert out[2] == SubAgentStarted(child_key="reviewer · child-1", title="reviewer")
+    assert out[3] == SubAgentCompleted(child_key="reviewer · child-1", ok=True)
     assert isinstance(out[4], TurnComplete)
 
 

@@ -13,19 +13,38 @@ from omnigent_agy.reading.steps import StepKey
 SPEC = {"role": "Test Runner", "typeName": "general", "prompt": "Run the tests."}
 
 
-def test_a_started_sub_agent_has_its_role_as_title_and_its_prompt_as_task() -> None:
-    started = ev.SubAgentStarted("call-1", "child-1", "Test Runner", "general", SPEC)
+CHILD = "fab03895-9f00-4c1e-8d2a-0e6a3c8c4f11"
+
+
+def test_a_started_sub_agent_is_named_by_its_role_and_asked_its_own_first_input() -> None:
+    # The task is what the child cascade was asked (its first user input), not the guess.
+    started = ev.SubAgentStarted(
+        "call-1", CHILD, "Test Runner", "general", SPEC, task="run: pytest -q"
+    )
+    # The key is what omnigent's web shows in "Started …" / "Completed …": the role first.
     assert subagent_event(started) == SubAgentStarted(
-        child_key="child-1", title="Test Runner", task="Run the tests."
+        child_key="Test Runner · fab03895", title="Test Runner", task="run: pytest -q"
+    )
+    guessed = replace(started, task="")  # no user input read: the guessed prompt stands in
+    assert subagent_event(guessed) == SubAgentStarted(
+        child_key="Test Runner · fab03895", title="Test Runner", task="Run the tests."
     )
     bare = ev.SubAgentStarted("call-1", "child-2", "", "", {})
-    assert subagent_event(bare) == SubAgentStarted(child_key="child-2", title="agy sub-agent")
+    assert subagent_event(bare) == SubAgentStarted(
+        child_key="sub-agent · child-2", title="sub-agent"
+    )
 
 
-def test_a_finished_sub_agent_carries_its_summary_and_outcome() -> None:
-    done = ev.SubAgentFinished("call-1", "child-1", True, {"summary": "8 passed."})
+def test_a_finished_sub_agent_carries_its_last_answer_and_outcome() -> None:
+    done = ev.SubAgentFinished(
+        "call-1", CHILD, True, {"summary": "8 passed."}, summary="All 8 passed.", title="Tests"
+    )
     assert subagent_event(done) == SubAgentCompleted(
-        child_key="child-1", ok=True, summary="8 passed."
+        child_key="Tests · fab03895", ok=True, summary="All 8 passed."
+    )
+    guessed = replace(done, summary="")  # no answer read: agy's (guessed) summary stands in
+    assert subagent_event(guessed) == SubAgentCompleted(
+        child_key="Tests · fab03895", ok=True, summary="8 passed."
     )
     failed = ev.SubAgentFinished("call-1", "child-1", False, {"summary": 42})
     assert subagent_event(failed) == SubAgentCompleted(child_key="child-1", ok=False)
@@ -41,8 +60,9 @@ def test_a_childs_tool_call_reads_as_the_parents_own_call_would() -> None:
         title="Listing the workspace",
     )
     # omnigent's listing row (tool_rows), agy's own name kept, as for the parent's calls.
-    assert subagent_event(ev.SubAgentEvent("call-1", "child-1", call)) == SubAgentToolCall(
-        child_key="child-1",
+    titled = ev.SubAgentEvent("call-1", CHILD, call, title="Lister")
+    assert subagent_event(titled) == SubAgentToolCall(
+        child_key="Lister · fab03895",
         call_id="c9",
         name="list",
         args={"path": "/w", "agy_tool": "list_directory"},

@@ -28,7 +28,7 @@ def test_a_sub_agent_is_a_child_session_with_its_task_tool_calls_and_summary(
         return rows[0] if rows else None
 
     found = wait_until(child, timeout=60, what="the sub-agent's child session")
-    assert str(found.get("title")).startswith(f"{ROLE}:"), found  # "<title>:<child key>"
+    assert str(found.get("title")).startswith(f"{ROLE}:{ROLE} · "), found  # "<title>:<key>"
 
     def items() -> list:
         got = client.items(found["id"])

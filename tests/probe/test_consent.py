@@ -48,7 +48,7 @@ def test_no_turns_and_no_terminal_spend_none() -> None:
 
 
 def test_one_question_per_turn_default_no() -> None:
-    choice, asked = _choose("y", "", "n", "yes", "N", "y")
+    choice, asked = _choose("y", "", "n", "yes", "n", "N", "y")
     assert choice.turns == ("plain", "question")
     assert choice.resume is True
     assert len(asked) == len(PLANS) + 1

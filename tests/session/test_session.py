@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -306,8 +306,9 @@ class FakeBridge:
         await asyncio.sleep(3600)  # the person never answers
         return None
 
-    async def deny_pending(self) -> None:
+    async def deny_pending(self, also: Sequence[str] = ()) -> None:
         self.denied += 1
+        self.also = list(also)
 
     @property
     def cascade_id(self) -> str:

@@ -947,6 +947,7 @@ def test_the_probes_prompts_pick_their_scenarios() -> None:
         "command": "approval_command",
         "deny": "approval_command",
         "question": "single_question",
+        "subagent": "subagent",
         "interrupt": "long_answer",
     }
     assert {plan.name: choose(plan.prompt)[0] for plan in PLANS} == wanted

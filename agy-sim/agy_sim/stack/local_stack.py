@@ -52,6 +52,8 @@ TEST_SIMULATOR = {
     # busy machine; every test that asks for one stops it.
     "AGY_SIM_LONG_TOKEN_DELAY": "0.5",
     "AGY_SIM_DEBUG_RPC": "1",
+    # The agy people run now: its sub-agents ask in their own cascades (docs/wire.md §7).
+    "AGY_SIM_VERSION": "1.5.16",
 }
 # Starting omnigent takes ~20 s for the server and as long for the host on a small machine.
 SERVER_TIMEOUT = 120.0
