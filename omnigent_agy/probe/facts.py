@@ -297,6 +297,8 @@ ELSEWHERE: Final[Mapping[str, str]] = {
     "contentJson": "MCP elicitation answers (§6, a guess): no probe turn raises one",
     # Read from steps no probe turn makes agy write (a turn each would cost more model calls
     # and need files, servers or sub-agents in the scratch workspace).
+    "workspaceUris": "GetConversationMetadata's folders (§9): checked by the probe's own "
+    "hidden-folder launch (probe/hidden.py), which starts agys of its own, not by a turn",
     "parentConversationId": _NO_TURN_SHOWS + "a sub-agent's cascade (§7)",
     "errorMessage": _NO_TURN_SHOWS + "an ERROR_MESSAGE step (§5)",
     "userErrorMessage": _NO_TURN_SHOWS + "an ERROR_MESSAGE step (§5)",

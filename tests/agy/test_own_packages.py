@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
 from waiting import wait_until
 
+from omnigent_agy.agy import trampoline
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.trampoline import trampoline_argv
 from omnigent_agy.onboarding.agent import attach_command
@@ -87,7 +87,9 @@ def test_the_trampoline_is_isolated_and_imports_the_installed_plugin(tmp_path: P
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": ":"},
     )
-    assert Path(where.stdout.strip()) == REPO_ROOT / "omnigent_agy" / "agy" / "trampoline.py"
+    # The module this test process imports: site-packages under tox's wheel, the checkout
+    # under an editable install; never the working folder's.
+    assert Path(where.stdout.strip()) == Path(trampoline.__file__)
 
 
 def test_the_agent_terminals_command_runs_the_installed_plugin(

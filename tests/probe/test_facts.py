@@ -36,6 +36,7 @@ WIRE_READERS = (
     "session/binding.py",
     "session/agy_session.py",
     "session/send.py",
+    "session/workspace_check.py",
     "rpc/client.py",
     "rpc/wire.py",
     "rpc/quota.py",
@@ -49,6 +50,7 @@ NOT_WIRE = {
     "relay/channel.py": "agy's MCP config",
     "relay/mcp_server.py": "MCP's JSON-RPC (the protocol agy speaks to its MCP servers)",
     "agy/trust.py": "agy's settings and a workspace's .agents/mcp_config.json (§9)",
+    "agy/workspace_runs.py": "a workspace's .agents/mcp_config.json and hooks.json (§9, §10)",
     "onboarding/agy_models.py": "what `agy models` prints (§9), which the doctor reads",
 }
 _CAMEL = re.compile(r"^[a-z]+[A-Z][A-Za-z0-9]*$")
