@@ -65,6 +65,7 @@ from stack import TURN_ENDS, Conversation
 from agy_sim.stack.homes import write_simulator
 from agy_sim.stack.local_stack import AGY_ACP_AGENT, TEST_SIMULATOR, LocalStack
 from agy_sim.stack.processes import BIN
+from agy_sim.stack.rest import RestError
 
 #: The conversations of the full drive: scenarios that share one conversation.
 FULL: tuple[tuple[tuple[str, Scenario], ...], ...] = (
@@ -173,8 +174,8 @@ def at_once(stack: LocalStack, result: Result, count: int) -> None:
                 conversation.send(f"hello [c{tag:02d}]")
                 if conversation.turn_end(timeout=180)["type"] in TURN_ENDS:
                     ended.append(time.monotonic() - sent)
-            except TimeoutError:
-                result.notes.append(f"{count} at once: a turn did not end in 180 s")
+            except (TimeoutError, RestError) as exc:
+                result.notes.append(f"{count} at once: a turn did not end: {exc}"[:200])
 
         threads = [
             threading.Thread(target=turn, args=(c, n), daemon=True)

@@ -65,9 +65,11 @@ def play(scenario: Scenario, conversation: Conversation, timing: Timing) -> Cell
         cell = scenario(conversation, timing)
     except Seen as seen:
         cell = Cell(FAILS, str(seen))
-    except (TimeoutError, RestError, LookupError, httpx.HTTPError, KeyError) as exc:
+    except (TimeoutError, AssertionError, RestError, LookupError, httpx.HTTPError, KeyError) as exc:
+        # (tests/waiting.py's wait_until says a timeout with an AssertionError)
         cell = Cell(FAILS, f"{type(exc).__name__}: {str(exc)[:200]}")
-    settle(conversation)
+    if not settle(conversation) and cell.status == WORKS:
+        cell = Cell(FAILS, f"{cell.note}; then the session stayed busy")
     stray = user_texts(conversation)[users:]
     sent = getattr(conversation, "sent_now", [])
     # omnigent's own note after a Stop ("[System: interrupted] ...") is not a stray message.
@@ -78,15 +80,18 @@ def play(scenario: Scenario, conversation: Conversation, timing: Timing) -> Cell
     return cell
 
 
-def settle(conversation: Conversation) -> None:
+def settle(conversation: Conversation) -> bool:
     """Until the session is idle and stays idle for two looks a second apart (a stray turn a
-    harness starts after a card begins within that)."""
-    with contextlib.suppress(TimeoutError, RestError, httpx.HTTPError):
+    harness starts after a card begins within that); whether it did."""
+    settled = False
+    with contextlib.suppress(TimeoutError, AssertionError, RestError, httpx.HTTPError):
         for _ in range(2):
             conversation.idle(timeout=20)
             time.sleep(1.0)  # a benchmark's settling look, not a test's synchronisation
         conversation.idle(timeout=20)
+        settled = True
     conversation.events.drain()
+    return settled
 
 
 def user_texts(conversation: Conversation) -> list[str]:
@@ -225,9 +230,11 @@ def deny(conversation: Conversation, timing: Timing) -> Cell:
 
 
 def allow_conversation(conversation: Conversation, timing: Timing) -> Cell:
-    _command(conversation, "echo first-allowed", "conversation")
+    # agy's conversation-wide permission covers the same command ("Allow “echo x” for this
+    # conversation"), so the second turn runs that command again.
+    _command(conversation, "echo allowed-twice", "conversation")
     settle(conversation)
-    send(conversation, "Please run: echo second-allowed")
+    send(conversation, "Please run: echo allowed-twice")
     event = conversation.until("response.elicitation_request", *TURN_ENDS, timeout=TURN_TIMEOUT)
     if event["type"] == "response.elicitation_request":
         answer_card(conversation, event, "approve")
@@ -304,7 +311,7 @@ def stop_on_card(conversation: Conversation, timing: Timing) -> Cell:
             timeout=30,
             what="the card to close",
         )
-    except TimeoutError:
+    except AssertionError:  # tests/waiting.py's timeout
         raise Seen(f"ended as {end['type']}, but the card stayed open") from None
     if any("never-ran" in output for output in conversation.outputs()):
         raise Seen("the command ran anyway")
@@ -317,9 +324,7 @@ def _model_turn(conversation: Conversation, wanted: str, **fields: str) -> Cell:
     turn_end(conversation)
     answer = last_answer(conversation)
     if f"({wanted})" not in answer:
-        raise Seen(
-            f"agy answered as {answer.split(')')[0][len('Hello from the agy simulator (') :]!r}"
-        )
+        raise Seen(f"agy answered: {answer[:70]!r}")
     return Cell(WORKS, f"agy answered as {wanted}")
 
 
