@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
@@ -44,3 +45,24 @@ def test_a_benchmark_runs_quick(script: str) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip(), "the benchmark printed no table"
+
+
+@pytest.mark.e2e
+@pytest.mark.tmux
+@pytest.mark.timeout(1500)
+def test_the_comparison_runs_quick(tmp_path: Path) -> None:
+    """benchmarks/compare.py --quick: one conversation per harness (the plugin, omnigent's
+    built-in, omnigent's ACP harness with agy-sim's `agy acp`) and 2 at once. A peer's
+    misbehaviour is a cell of the report, not a failure; the drive itself must end well."""
+    report = tmp_path / "comparison.md"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "compare.py"), "--quick", "--write", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=1450,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = report.read_text(encoding="utf-8")
+    assert "| streamed answer and thinking |" in written
+    assert "| send → first delta, ms |" in written
