@@ -182,6 +182,10 @@ class LocalStack:
         # Each host its own name (`host.name`; its id is generated): the server lists one host
         # per name, so two hosts named after this machine would hide each other.
         lines = ["host:", f"  name: omnigent-agy-{name}"]
+        if self.acp_agents:
+            block = {"acp": {"agents": [dict(agent) for agent in self.acp_agents]}}
+            lines += yaml.safe_dump(block, sort_keys=False).splitlines()
+        # The plugin's block last: a test adds its own keys to it by appending lines.
         lines += ["harness:", f"  {HARNESS_ID}:", f"    tmux_socket: {socket_name}"]
         # The stack made its workspace, and the private HOME the web's new-session page
         # starts sessions in, so its operator trusts them (docs/configuration.md, "Which
@@ -190,9 +194,6 @@ class LocalStack:
         lines.append(f"    trusted_workspaces: {json.dumps(trusted)}")
         if not agy_on_path:
             lines.append(f"    command: {self.agy.path}")
-        if self.acp_agents:
-            block = {"acp": {"agents": [dict(agent) for agent in self.acp_agents]}}
-            lines += yaml.safe_dump(block, sort_keys=False).splitlines()
         config.write_text("\n".join(lines) + "\n")
         if self.private_home:
             simulated_sign_in(home / ".gemini")
