@@ -254,14 +254,27 @@ def _question(conversation: Conversation, text: str, pick: str | list[str], mult
             f"{last_answer(conversation)[:80]!r}"
         )
     questions = card_questions(event["params"])
-    if not questions:
+    buttons = card_choices(event["params"])
+    if not questions and not buttons:
+        conversation.client.post(
+            f"/v1/sessions/{conversation.id}/elicitations/{event['elicitation_id']}/resolve",
+            {"action": "decline"},
+        )  # the next scenario must not wait behind it
         raise Seen(f"the card holds no question ({sorted(event['params'])})")
-    offered_multi = bool(questions[0].get("multiSelect"))
+    # One question whose options are buttons (a choice card) is a single choice.
+    offered_multi = bool(questions and questions[0].get("multiSelect"))
     if multi and not offered_multi:
         conversation.answer(event, [pick[0]] if isinstance(pick, list) else pick)
         with contextlib.suppress(TimeoutError, Seen):
             turn_end(conversation)
         raise Seen("the card offered one choice for a multi-select question")
+    if isinstance(pick, str) and buttons and not any(b.lower() == pick.lower() for b in buttons):
+        # A written answer: the button a person presses for their own words, then its form.
+        own = [b for b in buttons if "own answer" in b.lower() or "write" in b.lower()]
+        if not own:
+            raise Seen(f"no button for a written answer among {buttons}")
+        conversation.answer(event, own[-1])
+        event = conversation.card(timeout=TURN_TIMEOUT)
     conversation.answer(event, pick)
     turn_end(conversation)
     answer = last_answer(conversation)
