@@ -3,7 +3,8 @@
 - docs/performance.md and docs/reliability.md say what holds now, how to reproduce it and what
   is not met; a dated run, a superseded figure or a session's narrative goes to the commit
   that made it. They stay short enough to read: over 350 lines, one has become a notebook again.
-- A section another document or a module names (``docs/performance.md, "Cold start"``) exists.
+- A section another document or a module names (``docs/performance.md, "Cold start"``) exists,
+  and so does every file of the repository and every test a document names as its evidence.
 - Shipped code (the core, the adapter, the simulator) cites no issue number: a reader of an
   installed package cannot follow one, so a comment says the reason itself.
 """
@@ -70,6 +71,42 @@ def _files(root: Path, suffixes: frozenset[str] | None = None) -> Iterator[Path]
 def _text(path: Path) -> str | None:
     data = path.read_bytes()
     return None if b"\0" in data else data.decode("utf-8", errors="replace")
+
+
+# A path into the repository ("tests/faults/test_port_move.py", "benchmarks/run.py") and a test
+# named in a file ("tests/agy/test_launcher.py::test_agy_gets…", the "…" ending a prefix).
+_REPO_PATH = re.compile(
+    r"(?<![\w./-])(?:tests|benchmarks|omnigent_agy|omnigent_harness_agy|agy-sim|scripts|docs)"
+    r"/[\w./-]*\w"
+)
+_TEST_ANCHOR = re.compile(r"([\w/.-]+\.py)::(\w+)(…)?")
+
+
+def _documents(root: Path) -> list[Path]:
+    return [*sorted((root / "docs").glob("*.md")), root / "README.md"]
+
+
+def missing_evidence(root: Path) -> list[str]:
+    """Repository paths and ``file.py::test`` names in the documents that do not exist (a file
+    named without its folder is looked for anywhere under tests/)."""
+    found: list[str] = []
+    for document in _documents(root):
+        text = document.read_text(encoding="utf-8")
+        where = document.relative_to(root)
+        found += [
+            f"{where}: {path}" for path in _REPO_PATH.findall(text) if not (root / path).exists()
+        ]
+        for file, name, prefix in _TEST_ANCHOR.findall(text):
+            candidates = [root / file] if "/" in file else list((root / "tests").rglob(file))
+            tests = {
+                match
+                for candidate in candidates
+                if candidate.is_file()
+                for match in re.findall(r"def (test_\w+)", candidate.read_text(encoding="utf-8"))
+            }
+            if not any(test == name or (prefix and test.startswith(name)) for test in tests):
+                found.append(f"{where}: {file}::{name}{prefix}")
+    return found
 
 
 def issue_citations(root: Path) -> list[str]:
@@ -173,3 +210,23 @@ def test_a_section_split_over_comment_lines_is_read_whole(tmp_path: Path) -> Non
         'x = "see docs/performance.md,"\n    \' "Cold start".\'\n'
     )
     assert dangling_section_names(tmp_path) == ["a.py: docs/performance.md, 'Warm start'"]
+
+
+def test_every_file_and_test_a_document_names_exists() -> None:
+    found = missing_evidence(REPO_ROOT)
+    assert not found, "named in a document, not in the repository:\n" + "\n".join(found)
+
+
+def test_a_renamed_test_or_file_is_caught(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "tests" / "e2e").mkdir(parents=True)
+    (tmp_path / "tests" / "e2e" / "test_x.py").write_text("def test_the_host_reads_it(): ...\n")
+    (tmp_path / "README.md").write_text(
+        "Shown by tests/e2e/test_x.py::test_the_host_reads_it, `test_x.py::test_the_host…`,\n"
+        "tests/e2e/test_x.py::test_gone, test_x.py::test_other…, tests/e2e/test_y.py.\n"
+    )
+    assert missing_evidence(tmp_path) == [
+        "README.md: tests/e2e/test_y.py",
+        "README.md: tests/e2e/test_x.py::test_gone",
+        "README.md: test_x.py::test_other…",
+    ]
