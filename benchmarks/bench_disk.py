@@ -1,4 +1,4 @@
-"""What one conversation leaves on disk as its turns add up (issue 22.4).
+"""What one conversation leaves on disk as its turns add up.
 
 Run: `.venv/bin/python benchmarks/bench_disk.py [--quick]` (`--quick`: 20 turns). Drives one
 conversation through the plugin's own session (`AgySession`, as the harness does) against

@@ -1,4 +1,4 @@
-"""Load with faults through the real host (issue 22.5): 8 conversations at once on one
+"""Load with faults through the real host: 8 conversations at once on one
 `omnigent host`, 30 seeded trials each (a trial is a turn, or two when the person sends again
 the moment the answer is complete), every turn under the seeded fault suite's mix (stream
 drops, stalls, 5xx bursts, garbage, agy's port moving, the harness process killed and replaced

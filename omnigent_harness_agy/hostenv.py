@@ -8,7 +8,7 @@ environment — PATH, HOME, ``OMNIGENT_CONFIG_HOME``, the providers' credentials
 listed in ``OMNIGENT_RUNNER_ENV_PASSTHROUGH``; the runner hands the harness its own
 environment and the spawn-env builder's (runtime/harnesses/process_manager.py). None of the
 plugin's variables is on that list, so a host with ``OMNIGENT_AGY_CLI_PATH`` reported agy-cli
-ready and every turn failed ``agy_not_installed`` (issue 18); ``OMNIGENT_AGY_CLI_ENABLED``
+ready and every turn failed ``agy_not_installed``; ``OMNIGENT_AGY_CLI_ENABLED``
 alone left a runner started without omnigent's zygote with no spawn-env builder, so without
 the session's model.
 

@@ -1,4 +1,4 @@
-"""Load with faults through the real host (issue 22.5): several conversations at once on one
+"""Load with faults through the real host: several conversations at once on one
 `omnigent host`, each turn under a seeded mix of the fault suite's faults, counted like it.
 
 The seeded suite (tests/faults/faultmix.py) drives the harness app in its own process; here

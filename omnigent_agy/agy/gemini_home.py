@@ -284,7 +284,7 @@ def _link(target: Path, source: GeminiSource, relative: Path) -> None:
     link.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     # Made beside it under a name of its own and renamed over it: with two seeders of one
     # folder at once (a turn's and the doctor's), neither fails on the other's link and the
-    # link is never missing (issue 18). A rename cannot replace agy's own folder.
+    # link is never missing. A rename cannot replace agy's own folder.
     temporary = link.with_name(f".{link.name}.{secrets.token_hex(6)}")
     temporary.symlink_to(real, target_is_directory=True)
     try:

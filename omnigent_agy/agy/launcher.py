@@ -202,7 +202,7 @@ async def launch_agy(
         env=_agy_env(spec),
         unset_env=tuple(name for name in AGY_CHILD_ENV if name not in spec.env),
         # The harness's environment of now, not the tmux server's: the server keeps the one
-        # of the harness process that started it (issue 18).
+        # of the harness process that started it, so a key removed since would come back.
         replace_env=spec.inherit_env,
         private_dir=state.path,
     )

@@ -8,7 +8,7 @@ input. In omnigent's Terminal view two terminals answer. omnigent's tmux, in who
 omnigent passes the pane's output to it raw (``%output``) and sends what xterm.js writes
 back as the pane's input (``send-keys -H``, omnigent/terminals/control_bridge.py). That
 answer comes second: tmux 3.3a, already answered, takes it for typed keys and passes it to
-agy, whose screen showed ``^[[>0;276;0c`` (issue 21.1).
+agy, whose screen showed ``^[[>0;276;0c``.
 
 So the client runs on a pseudo-terminal of ours and :func:`run_on_own_pty` copies between the
 two: the client's output unchanged, the person's keys unchanged, and each kind of terminal

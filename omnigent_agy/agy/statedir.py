@@ -76,7 +76,7 @@ def default_state_base() -> Path:
     A relative ``OMNIGENT_AGY_STATE_DIR`` is refused (:class:`StateDirError`): it would name
     another folder in each process that reads it — ``omnigent host`` and its sweeper, the
     harness process (started in the session's workspace), ``omnigent-agy ps`` — so one would
-    never find the agys another started (issue 18)."""
+    never find the agys another started."""
     override = os.environ.get(STATE_DIR_ENV, "").strip()
     if override:
         path = Path(override).expanduser()
@@ -261,7 +261,7 @@ class SessionStateDir:
         """Rewrite the stored record as ``change`` makes it from the record stored now (None,
         and nothing written, when there is none), excluding every other update, in any thread
         or process: a port update made from an older read can no longer undo the stop mark
-        `omnigent-agy stop` wrote meanwhile (issue 18). ``change`` returns its argument to
+        `omnigent-agy stop` wrote meanwhile. ``change`` returns its argument to
         leave the record as it is."""
         fd = os.open(self.path / "agy.json.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
@@ -287,9 +287,9 @@ def write_private_file(path: Path, content: str | bytes, *, durable: bool = True
     Safe with any number of writers at once, threads or processes: each write goes to a temp
     file of its own beside ``path`` (a random name, created ``O_EXCL | O_NOFOLLOW`` and 0600 by
     ``mkstemp``) and is renamed over ``path``, so a reader sees one writer's whole content and
-    the last rename wins. (One temp name per process made two threads' writes collide: issue
-    18.) ``durable`` flushes the file and its directory to disk before returning, for what must
-    survive a power cut; a killed process loses nothing either way.
+    the last rename wins. (One temp name per process made two threads' writes collide and one
+    fail.) ``durable`` flushes the file and its directory to disk before returning, for what
+    must survive a power cut; a killed process loses nothing either way.
     """
     data = content.encode("utf-8") if isinstance(content, str) else content
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

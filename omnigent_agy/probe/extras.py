@@ -4,7 +4,7 @@ copy with ``--conversation`` (docs/wire.md §7, §9).
 `/clear` costs no turn: the probe types it into its agy's TUI (as a person attached to the
 tmux session would) and looks for the new root conversation the plugin's reader would
 follow (`reading.rotation`). Resuming stops the probe's agy, copies its private folder (as
-omnigent-agy would copy a person's conversation, issue 20.6) and starts agy on the copy with
+omnigent-agy would copy a person's conversation to resume it) and starts agy on the copy with
 ``--conversation <id>``: the history must come back.
 """
 

@@ -1,6 +1,6 @@
 """What the person's agy shows about facts nobody has confirmed yet (INFO lines).
 
-Parts of issue 21 wait on them: which answer carries agy's context estimate
+Features of the plugin wait on them: which answer carries agy's context estimate
 ``estimatedTokensUsed`` (docs/wire.md §9, "Context in use"), whether ``inputTokens`` counts
 the cached tokens too (pricing), and whether agy gives a conversation a title over RPC. The
 probe looks through everything agy answered it (and asks ``GetCascadeTrajectory``, the
@@ -114,7 +114,7 @@ def cached_tokens(usages: Sequence[ModelUsage]) -> Finding:
 
 
 def title(answers: Sequence[tuple[str, object]]) -> Finding:
-    """A conversation title in the listing or the metadata (issue 21, part 7)."""
+    """A conversation title in the listing or the metadata, which could name the session."""
     expected = "a field naming the conversation's title"
     for label, answer in answers:
         for path, key, value in _walk(answer):

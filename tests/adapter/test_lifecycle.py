@@ -1,6 +1,6 @@
 """agy's lifecycle through the real harness app: the harness's own sweep stops an idle agy,
 and the next turn starts agy again on the same conversation, with its history, publishing
-nothing twice (issue 14).
+nothing twice.
 
 The limits come from the environment (OMNIGENT_AGY_CLI_IDLE_STOP_AFTER), as a harness
 process started without a config file would read them. The resume runs as each agy version

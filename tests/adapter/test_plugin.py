@@ -409,7 +409,7 @@ def test_a_missing_agy_is_not_ready_and_says_what_to_install(
     assert not ready(monkeypatch, home)
     cli = required_cli_for_harness("agy-cli")
     assert cli is not None
-    # Always absolute: where the harness would have looked last (issue 18).
+    # Always absolute: where the harness would have looked last.
     assert cli.binary == (named or str(home / ".local" / "bin" / "agy"))
     assert cli.install_hint == INSTALL_HINT
 

@@ -1,4 +1,4 @@
-"""Seeding one private gemini dir from several writers at once (issue 18).
+"""Seeding one private gemini dir from several writers at once.
 
 Two seeders of one folder happen: the host's readiness and `omnigent-agy doctor` both seed the
 doctor's folder, a harness process replacing a killed one seeds the conversation's while the

@@ -438,7 +438,7 @@ def test_agy_gets_the_harness_environment_of_now_not_the_tmux_servers(
     """The tmux server keeps the environment of the harness process that started it (an
     earlier one, maybe of another configuration), and outlives it. An agy started later must
     run with the starting harness's environment, what its readiness and pre-flight were
-    decided with (issue 18): a key the host's owner removed, or a setting changed since,
+    decided with: a key the host's owner removed, or a setting changed since,
     must not come back from the server's."""
     monkeypatch.setenv("GEMINI_API_KEY", "key-the-owner-removed-since")
     monkeypatch.setenv("OMNIGENT_AGY_TEST_SETTING", "before")

@@ -5,7 +5,7 @@ lease, the relay's tools file, agy's seeded settings). Two writers of one file a
 normal: a turn's lease and the reader's, a turn and a steer, two harness processes of one
 conversation while omnigent replaces one. Each write must be whole and one writer's: a reader
 never sees a mix or a half, no writer fails, nothing is left beside the file, and the file ends
-as the last write of one of the writers (issue 18: with one temp name per process, 8 threads
+as the last write of one of the writers (with one temp name per process, 8 threads
 writing 300 times each failed 1,325 of 2,400 writes).
 """
 

@@ -1,7 +1,7 @@
 """The agy record's read-modify-write updates exclude each other, in threads and processes.
 
 `omnigent-agy stop` marks a record stopped while a harness may be writing agy's new port into
-it; each wrote what it had read before, so the later write undid the earlier one (issue 18).
+it; each wrote what it had read before, so the later write undid the earlier one.
 Every update now goes through `SessionStateDir.update_record`, under the record's lock.
 """
 

@@ -1,4 +1,4 @@
-"""A conversation a person had with agy in a terminal goes on in omnigent (issue 20.6).
+"""A conversation a person had with agy in a terminal goes on in omnigent.
 
 agy-sim runs as a person runs agy: in a terminal of its own, outside omnigent, on its own
 gemini folder, and the person types a turn into its screen. `omnigent-agy conversations` lists

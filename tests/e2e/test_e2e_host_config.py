@@ -1,4 +1,4 @@
-"""Every other way a host's configuration reaches the harness process (issue 18): the state
+"""Every other way a host's configuration reaches the harness process: the state
 folder, tmux's folder and socket, a relative folder, and GEMINI_API_KEY.
 
 `omnigent host` decides readiness with its own environment; the harness process the host's

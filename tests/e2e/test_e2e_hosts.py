@@ -3,7 +3,7 @@ variable, PATH), the plugin enabled by its variable, and the plugin switched off
 
 Whatever makes the host report agy-cli ready must reach the harness process the host's runner
 spawns: a host that says ready and then fails every turn with `agy_not_installed` is the
-defect these guard against (issue 18). Each host here has a HOME of its own and is stopped
+defect these guard against. Each host here has a HOME of its own and is stopped
 at the end of its test.
 """
 

@@ -1,4 +1,4 @@
-"""Load with faults through the real host (issue 22.5), at a size CI affords: a few
+"""Load with faults through the real host, at a size CI affords: a few
 conversations at once on one `omnigent host`, a few turns each under the seeded fault suite's
 mix (tests/loadmix.py), none lost and none duplicated. The full load (8 conversations by 30
 turns) is benchmarks/bench_faults.py's, with its figures in docs/performance.md.

@@ -277,7 +277,7 @@ def test_approve_always_sends_later_questions_straight_to_their_field(repl: Repl
     repl.turn_over(r"exit code 0")
 
 
-# --- the workspace's trust (issue 20.2) ---------------------------------------------------------
+# --- the workspace's trust ----------------------------------------------------------------------
 
 
 def test_the_trust_card_in_the_repl_n_starts_nothing_and_y_trusts_the_folder(

@@ -102,7 +102,7 @@ class SlowDisk:
     tools file, agy's seeded settings) takes `delay` seconds more, as an fsync on a loaded disk
     does. Writers that would have followed each other now overlap: two writers of one file at
     once (a turn's lease and the one before it, the reader's record and the turn's) must not
-    fail the turn nor leave a file half one writer's and half the other's (issue 18).
+    fail the turn nor leave a file half one writer's and half the other's.
 
     The harness runs in this process, so the rename (`os.replace`, which every atomic write
     ends with) is wrapped once for the suite; the delay applies only below the state folders

@@ -1,4 +1,4 @@
-"""Bad input through the harness's real surface: malformed answers from the UI, odd text (issue 11).
+"""Bad input through the harness's real surface: malformed answers from the UI, odd text.
 
 Each gets a clear error saying what to do, or a safe rendering; never a crash, a hang or a lost
 turn. One conversation (one agy-sim) serves the whole module.

@@ -1,4 +1,4 @@
-"""The seeded fault suite: exactly once and nothing lost, whatever agy's wire does (issue 11).
+"""The seeded fault suite: exactly once and nothing lost, whatever agy's wire does.
 
 Trials run in chunks, each chunk one conversation of the real harness app on its own agy-sim
 process (launched by the executor as agy would be); the chunks run side by side (most of a

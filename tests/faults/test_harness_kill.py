@@ -1,4 +1,4 @@
-"""The harness process SIGKILLed mid-turn and started again, as omnigent's runner does (issue 11).
+"""The harness process SIGKILLed mid-turn and started again, as omnigent's runner does.
 
 The harness runs in an OS process of its own, started by omnigent's runner entry point on a Unix
 socket (`runnerproc.HarnessProcess`); agy is agy-sim in its own tmux server, which outlives the

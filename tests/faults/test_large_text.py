@@ -1,4 +1,4 @@
-"""Megabyte-sized text through a turn, on the harness's real surface with agy-sim (issue 11).
+"""Megabyte-sized text through a turn, on the harness's real surface with agy-sim.
 
 A 1 MiB message, a 1 MiB answer streamed in 64 growth frames (each re-sending the step whole,
 docs/wire.md §4), a command printing 1 MiB, a 1 MiB file (agy views it in part) with a name as long

@@ -1,4 +1,4 @@
-"""agy's language server moving to a new port while the harness talks to it (issue 11).
+"""agy's language server moving to a new port while the harness talks to it.
 
 agy restarts its listeners on a fresh random port and logs a new "listening on random port"
 line; its conversations are kept. Every part that talks to agy must follow: the reader, the

@@ -1,4 +1,4 @@
-"""A turn's message reaches agy exactly once, also when the call carrying it fails (issue 11).
+"""A turn's message reaches agy exactly once, also when the call carrying it fails.
 
 SendUserCascadeMessage is not idempotent: sent twice, agy runs the turn twice. When the call
 fails on the way, the session reads agy's steps to learn whether the message arrived and

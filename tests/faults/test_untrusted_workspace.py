@@ -1,4 +1,4 @@
-"""A workspace's own files cannot widen what is asked or auto-approved (issue 11, security).
+"""A workspace's own files cannot widen what is asked or auto-approved.
 
 agy works in a workspace its person may not trust (a cloned repository). This one holds every
 file that could try: an omnigent config (``.omnigent/config.yaml``: mode bypass, allow

@@ -387,7 +387,7 @@ def test_a_relative_folder_is_a_config_error_saying_what_to_do(
     config_file: Path, where: str, key: str
 ) -> None:
     """A relative gemini dir or state folder is another folder in `omnigent host` than in the
-    harness process it spawns (issue 18): refused where it is read, naming the setting."""
+    harness process it spawns: refused where it is read, naming the setting."""
     env: dict[str, str] = {}
     if where == "file":
         write(config_file, "harness:\n  agy-cli:\n    gemini_home: dotfiles/gemini\n")

@@ -113,7 +113,7 @@ def test_home_in_a_path_is_the_resolved_environments(tmp_path: Path) -> None:
 def test_a_relative_path_is_a_config_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: str
 ) -> None:
-    """It names another file in `omnigent host` than in the harness process (issue 18)."""
+    """It names another file in `omnigent host` than in the harness process."""
     config_file = tmp_path / "config.yaml"
     monkeypatch.chdir(tmp_path)
     executable(tmp_path / "bin" / "agy")

@@ -1,4 +1,4 @@
-"""agy's certificate pinned per port: a stranger on a port agy left gets no request (issue 11).
+"""agy's certificate pinned per port: a stranger on a port agy left gets no request.
 
 agy-sim runs as a separate process and moves to a new port (its fault control file's
 restart); at once a stranger, a TLS server with a certificate of its own run as another user

@@ -1,4 +1,4 @@
-"""An attachment saved by several writers at once is never seen half-written (issue 18).
+"""An attachment saved by several writers at once is never seen half-written.
 
 Two writers of one attachment are normal: omnigent sends a message again to a harness process
 that replaced a killed one, a steer repeats a file, two turns of a conversation carry the same
