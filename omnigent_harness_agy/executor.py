@@ -22,6 +22,7 @@ from omnigent.inner.executor import (
     ExecutorConfig,
     ExecutorEvent,
     ReasoningChunk,
+    SubAgentCompleted,
     SubAgentStarted,
     TextChunk,
     ToolCallComplete,
@@ -105,6 +106,7 @@ class AgyExecutor(Executor):
         self._form_elicitor: Any = None  # installed by AgyExecutorAdapter
         self._subagent_titles: set[str] = set()  # agy's sub-agents this harness reported
         self._subagent_keys: dict[str, str] = {}  # their rows' keys, by child cascade
+        self._stream: Stream | None = None  # the turn's, while it runs
         self._timing = TimingLog.from_env(self._env)  # opt-in, for benchmarks (timing.py)
 
     # --- capabilities ---------------------------------------------------------------------
@@ -209,7 +211,7 @@ class AgyExecutor(Executor):
                 # A new agy conversation instead of the one recorded: carried there too.
                 carry_anew=lambda: carry_history(state, call.messages, prompt, anew=True),
             )
-            stream = Stream(session.shown)
+            stream = self._stream = Stream(session.shown)
             async for event in session.run_turn(turn):
                 if isinstance(event, ConversationLost) and event.carried:
                     carrying = True
@@ -246,6 +248,8 @@ class AgyExecutor(Executor):
         bridge = self._tool_executor
         if not callable(bridge):
             return {"error": "omnigent's tool bridge is not installed in this harness"}
+        if self._stream is not None:
+            self._stream.note_call()  # the runner shows the call: the web closes the text
         result = await bridge(name, arguments)
         return result if isinstance(result, dict) else {"result": result}
 
@@ -253,6 +257,12 @@ class AgyExecutor(Executor):
         translated = self._translate(event, stream)
         if translated is None:
             return []
+        if isinstance(translated, SubAgentCompleted):
+            stream.ends.append(translated)  # said at the turn's end (translate.Stream.ends)
+            return []
+        if isinstance(event, TurnResult):
+            return [*stream.closing(), translated]
+        stream.note(translated)
         if isinstance(event, ev.ToolCallFinished) and event.call_id not in stream.calls:
             # Started under a harness process that died mid-turn (AgySession's leftovers):
             # omnigent's adapter shows a call as completed only after seeing its request in
