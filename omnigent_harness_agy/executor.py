@@ -13,6 +13,7 @@ import logging
 import math
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from omnigent.inner.executor import (
     ReasoningChunk,
     SubAgentCompleted,
     SubAgentStarted,
+    SubAgentToolCall,
     TextChunk,
     ToolCallComplete,
     ToolCallRequest,
@@ -306,16 +308,27 @@ class AgyExecutor(Executor):
                 metadata={"call_id": event.call_id},
             )
         if isinstance(event, ev.SubAgentStarted | ev.SubAgentFinished | ev.SubAgentEvent):
-            translated = subagent_event(event, self._subagent_keys)
-            if isinstance(translated, SubAgentStarted):
-                self._subagent_titles.add(translated.title)
-            return translated
+            return self._subagent(event, stream)
         if isinstance(event, TurnResult):
             stream.ended()
             return self._finish(event)
         if isinstance(event, AgyRestarted):
             log_restart(event, self._conversation_id())
         return lost_note(event) if isinstance(event, ConversationLost) else None
+
+    def _subagent(self, event: object, stream: Stream) -> ExecutorEvent | None:
+        """A sub-agent's event, with what a process killed mid-turn showed left out: its calls
+        (each would be a second row) and its task (seeded into its row again). Its start is
+        said again, task-less, since the new turn's runner knows the sub-agent only so."""
+        translated = subagent_event(event, self._subagent_keys)
+        if isinstance(translated, SubAgentToolCall):
+            shown = f"subagent-call|{translated.child_key}|{translated.call_id}"
+            return translated if stream.once(shown) else None
+        if isinstance(translated, SubAgentStarted):
+            self._subagent_titles.add(translated.title)
+            if not stream.once(f"subagent|{translated.child_key}"):
+                return replace(translated, task="")
+        return translated
 
     def _finish(self, result: TurnResult) -> ExecutorEvent:
         session = self._session

@@ -49,6 +49,17 @@ class Stream:
         """The sub-agents' ends, said at the turn's end (`closing`)."""
         self._text_open = False  # the last thing handed over was answer text
 
+    def once(self, key: str) -> bool:
+        """True the first time `key` is handed over in this turn, by this process or by one
+        killed before it (the ledger keeps it): a sub-agent's start and its calls, which
+        omnigent appends to the sub-agent's row each time it gets them."""
+        if self._shown.get(key):
+            return False
+        self._shown[key] = 1
+        if self._ledger is not None:
+            self._ledger.record(key, 1)
+        return True
+
     def note(self, event: ExecutorEvent) -> None:
         """Record what was handed over: whether omnigent's web has answer text open."""
         self._text_open = isinstance(event, TextChunk)

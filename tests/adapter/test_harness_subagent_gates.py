@@ -164,9 +164,8 @@ def test_a_sub_agents_card_open_when_the_harness_restarted_is_asked_again(
 ) -> None:
     conversation = f"conv_{uuid.uuid4().hex[:12]}"
     with HarnessServer(create_app(), conversation) as first:
-        first.turn("use a sub-agent to run: echo left waiting").until(
-            "response.elicitation_request"
-        )
+        before = first.turn("use a sub-agent to run: echo left waiting")
+        before.until("response.elicitation_request")
     # The harness went away with the card on screen; the sub-agent still waits for an answer.
     with HarnessServer(create_app(), conversation) as second:
         turn = second.turn("are you still there?")
@@ -179,6 +178,14 @@ def test_a_sub_agents_card_open_when_the_harness_restarted_is_asked_again(
     ran = last_of(child_steps(agy_env, conversation), RUN)
     assert ran["status"] == DONE
     assert ran["runCommand"].get("userRejected") is not True
+    # What the first process showed of the sub-agent is not shown again: its calls (omnigent
+    # appends each to the child's row) and its task (seeded into the child at each start).
+    calls = [e["call_id"] for t in (before, turn) for e in subagent_events(t, "tool_call")]
+    assert calls, "the sub-agent's command was never shown"
+    assert len(calls) == len(set(calls)), f"a sub-agent's call was shown twice: {calls}"
+    [again] = subagent_events(turn, "started")  # the runner of the new turn needs its start
+    assert again["task"] == "", "the sub-agent's task was seeded into its row again"
+    assert subagent_events(turn, "completed")
 
 
 def test_the_operators_rules_apply_to_a_sub_agents_calls(
