@@ -184,6 +184,7 @@ class AgyExecutor(Executor):
 
     async def builtin_run_turn(self, call: TurnCall) -> AsyncIterator[ExecutorEvent]:
         config = call.config if isinstance(call.config, ExecutorConfig) else ExecutorConfig()
+        self._stream = None
         try:
             session = self.session()
             message = newest_user_message(call.messages, attachments_dir=session.attachments_dir)
@@ -232,6 +233,9 @@ class AgyExecutor(Executor):
             yield executor_error_for(exc, preserve_session=True)
         except Exception as exc:  # every failure reaches the person, with a code
             _logger.warning("agy turn failed: %s", type(exc).__name__, exc_info=True)
+            # The sub-agents that ended still end on their rows (held for the turn's end).
+            for held in self._stream.closing() if self._stream is not None else []:
+                yield held
             yield executor_error_for(exc, secrets=self._secrets())
 
     async def _retitle(self, session: AgySession, carried: bool) -> None:

@@ -217,6 +217,25 @@ def test_a_sub_agents_end_is_said_after_the_answer_closed(tmp_path: Path) -> Non
     assert out[3] == SubAgentCompleted(child_key="reviewer · child-1", ok=True, summary="all good")
 
 
+def test_a_failed_turn_still_ends_its_sub_agents(tmp_path: Path) -> None:
+    made = executor(
+        tmp_path,
+        [
+            ev.SubAgentStarted("c3", "child-1", "reviewer", "", {}),
+            ev.SubAgentFinished("c3", "child-1", True, {}),
+        ],
+    )
+
+    async def broken(turn: Turn) -> AsyncIterator[object]:
+        for event in made._session.events:
+            yield event
+        raise SessionError("agy exited during the turn", code="agy_exited")
+
+    made._session.run_turn = broken
+    out = turn(made)
+    assert [type(event) for event in out] == [SubAgentStarted, SubAgentCompleted, ExecutorError]
+
+
 def test_no_close_where_no_answer_is_open(tmp_path: Path) -> None:
     events: list[object] = [
         ev.SubAgentStarted("c3", "child-1", "reviewer", "", {}),
