@@ -13,6 +13,7 @@ import logging
 import math
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,9 @@ from omnigent.inner.executor import (
     ExecutorConfig,
     ExecutorEvent,
     ReasoningChunk,
+    SubAgentCompleted,
     SubAgentStarted,
+    SubAgentToolCall,
     TextChunk,
     ToolCallComplete,
     ToolCallRequest,
@@ -105,6 +108,7 @@ class AgyExecutor(Executor):
         self._form_elicitor: Any = None  # installed by AgyExecutorAdapter
         self._subagent_titles: set[str] = set()  # agy's sub-agents this harness reported
         self._subagent_keys: dict[str, str] = {}  # their rows' keys, by child cascade
+        self._stream: Stream | None = None  # the turn's, while it runs
         self._timing = TimingLog.from_env(self._env)  # opt-in, for benchmarks (timing.py)
 
     # --- capabilities ---------------------------------------------------------------------
@@ -180,6 +184,7 @@ class AgyExecutor(Executor):
 
     async def builtin_run_turn(self, call: TurnCall) -> AsyncIterator[ExecutorEvent]:
         config = call.config if isinstance(call.config, ExecutorConfig) else ExecutorConfig()
+        self._stream = None
         try:
             session = self.session()
             message = newest_user_message(call.messages, attachments_dir=session.attachments_dir)
@@ -209,7 +214,7 @@ class AgyExecutor(Executor):
                 # A new agy conversation instead of the one recorded: carried there too.
                 carry_anew=lambda: carry_history(state, call.messages, prompt, anew=True),
             )
-            stream = Stream(session.shown)
+            stream = self._stream = Stream(session.shown)
             async for event in session.run_turn(turn):
                 if isinstance(event, ConversationLost) and event.carried:
                     carrying = True
@@ -228,6 +233,9 @@ class AgyExecutor(Executor):
             yield executor_error_for(exc, preserve_session=True)
         except Exception as exc:  # every failure reaches the person, with a code
             _logger.warning("agy turn failed: %s", type(exc).__name__, exc_info=True)
+            # The sub-agents that ended still end on their rows (held for the turn's end).
+            for held in self._stream.closing() if self._stream is not None else []:
+                yield held
             yield executor_error_for(exc, secrets=self._secrets())
 
     async def _retitle(self, session: AgySession, carried: bool) -> None:
@@ -246,6 +254,8 @@ class AgyExecutor(Executor):
         bridge = self._tool_executor
         if not callable(bridge):
             return {"error": "omnigent's tool bridge is not installed in this harness"}
+        if self._stream is not None:
+            self._stream.note_call()  # the runner shows the call: the web closes the text
         result = await bridge(name, arguments)
         return result if isinstance(result, dict) else {"result": result}
 
@@ -253,6 +263,12 @@ class AgyExecutor(Executor):
         translated = self._translate(event, stream)
         if translated is None:
             return []
+        if isinstance(translated, SubAgentCompleted):
+            stream.ends.append(translated)  # said at the turn's end (translate.Stream.ends)
+            return []
+        if isinstance(event, TurnResult):
+            return [*stream.closing(), translated]
+        stream.note(translated)
         if isinstance(event, ev.ToolCallFinished) and event.call_id not in stream.calls:
             # Started under a harness process that died mid-turn (AgySession's leftovers):
             # omnigent's adapter shows a call as completed only after seeing its request in
@@ -296,16 +312,27 @@ class AgyExecutor(Executor):
                 metadata={"call_id": event.call_id},
             )
         if isinstance(event, ev.SubAgentStarted | ev.SubAgentFinished | ev.SubAgentEvent):
-            translated = subagent_event(event, self._subagent_keys)
-            if isinstance(translated, SubAgentStarted):
-                self._subagent_titles.add(translated.title)
-            return translated
+            return self._subagent(event, stream)
         if isinstance(event, TurnResult):
             stream.ended()
             return self._finish(event)
         if isinstance(event, AgyRestarted):
             log_restart(event, self._conversation_id())
         return lost_note(event) if isinstance(event, ConversationLost) else None
+
+    def _subagent(self, event: object, stream: Stream) -> ExecutorEvent | None:
+        """A sub-agent's event, with what a process killed mid-turn showed left out: its calls
+        (each would be a second row) and its task (seeded into its row again). Its start is
+        said again, task-less, since the new turn's runner knows the sub-agent only so."""
+        translated = subagent_event(event, self._subagent_keys)
+        if isinstance(translated, SubAgentToolCall):
+            shown = f"subagent-call|{translated.child_key}|{translated.call_id}"
+            return translated if stream.once(shown) else None
+        if isinstance(translated, SubAgentStarted):
+            self._subagent_titles.add(translated.title)
+            if not stream.once(f"subagent|{translated.child_key}"):
+                return replace(translated, task="")
+        return translated
 
     def _finish(self, result: TurnResult) -> ExecutorEvent:
         session = self._session

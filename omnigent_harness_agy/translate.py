@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import logging
 
-from omnigent.inner.executor import ToolCallStatus
+from omnigent.inner.executor import (
+    ExecutorEvent,
+    ReasoningChunk,
+    SubAgentCompleted,
+    TextChunk,
+    ToolCallStatus,
+)
 
 from omnigent_agy.reading import events as ev
 from omnigent_agy.reading.mapper_state import DEFAULT_OUTPUT_CAP
@@ -39,6 +45,51 @@ class Stream:
         self._last_text_key: object = None
         self.calls: set[str] = set()
         """The tool calls this turn showed as started (`ToolCallRequest`)."""
+        self.ends: list[SubAgentCompleted] = []
+        """The sub-agents' ends, said at the turn's end (`closing`)."""
+        self._text_open = False  # the last thing handed over was answer text
+
+    def once(self, key: str) -> bool:
+        """True the first time `key` is handed over in this turn, by this process or by one
+        killed before it (the ledger keeps it): a sub-agent's start and its calls, which
+        omnigent appends to the sub-agent's row each time it gets them."""
+        if self._shown.get(key):
+            return False
+        self._shown[key] = 1
+        if self._ledger is not None:
+            self._ledger.record(key, 1)
+        return True
+
+    def note(self, event: ExecutorEvent) -> None:
+        """Record what was handed over: whether omnigent's web has answer text open."""
+        self._text_open = isinstance(event, TextChunk)
+
+    def note_call(self) -> None:
+        """One of omnigent's tools was called through its bridge, which shows it as a row."""
+        self._text_open = False
+
+    def closing(self) -> list[ExecutorEvent]:
+        """What goes ahead of the turn's result: the sub-agents' ends, the answer closed first.
+
+        omnigent's runner turns a `SubAgentCompleted` into posts of its own, after which the
+        server appends a "Completed …" mark to the conversation (``runner/app.py``,
+        ``subagent.completed``; ``server/subagent_activity.py``), with no order against the
+        turn's stream. omnigent's web shows the mark as a row of its own and splits the turn's
+        bubble there, but closes the answer only at a tool call, a reasoning start or the
+        turn's end (its chat reducer): a mark landing while the answer is open leaves the
+        text streamed so far above the mark and the closed answer below it, the answer twice.
+        So the ends wait for the turn's end, when no more text comes, and a reasoning start
+        closes the answer before them: the web closes the text there, the mark lands after
+        it, and the saved answer then takes the closed text's place (it matches it).
+        """
+        ends, self.ends = self.ends, []
+        if not ends:
+            return []
+        close: list[ExecutorEvent] = []
+        if self._text_open:
+            close.append(ReasoningChunk(delta="", event_type="reasoning_started"))
+        self._text_open = False
+        return [*close, *ends]
 
     def text(self, delta: ev.TextDelta) -> str:
         piece = self._append_only(_stream_key("text", delta.key), delta.offset, delta.text)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import faulthandler
+import io
 import logging
 import os
 import re
@@ -81,6 +82,9 @@ def run(options: SimOptions) -> int:
         sys.stderr.write(f"agy-sim: {exc}\n")
         return 2
     _configure_logging(options.log_file)
+    # The screen shows a folder's name as its bytes are, UTF-8 or not, as agy does.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="surrogateescape")
     return asyncio.run(SimProcess(options).main())
 
 
@@ -90,7 +94,10 @@ def _configure_logging(log_file: Path | None) -> None:
         handler: logging.Handler = logging.NullHandler()
     else:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        file_handler = logging.FileHandler(log_file, mode="w", encoding="utf-8")
+        # agy's log lines carry a folder name's bytes as they are, UTF-8 or not.
+        file_handler = logging.FileHandler(
+            log_file, mode="w", encoding="utf-8", errors="surrogateescape"
+        )
         # `kill -USR2 <pid>` writes every thread's stack to the log: a hung sim explains itself.
         if file_handler.stream is not None:
             faulthandler.register(signal.SIGUSR2, file=file_handler.stream, all_threads=True)

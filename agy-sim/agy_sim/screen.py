@@ -218,7 +218,10 @@ def osc_status(state: str, *, kind: str = "", message: str = "") -> str:
     pairs.append(f"app={OSC_APP}")
     if message:
         # The protocol caps a message at 2048 bytes of UTF-8; a character cut keeps it valid.
-        encoded = base64.b64encode(message[:500].encode("utf-8")).decode("ascii")
+        # A folder name's bytes that are no UTF-8 (surrogate escapes here) go as they are, as
+        # agy (Go, whose strings are bytes) sends them.
+        raw = message[:500].encode("utf-8", "surrogateescape")
+        encoded = base64.b64encode(raw).decode("ascii")
         pairs.append(f"msg={encoded}")
     return f"\x1b]7501;{':'.join(pairs)}\x1b\\"
 

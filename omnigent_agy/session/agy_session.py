@@ -31,7 +31,6 @@ from omnigent_agy.agy.keep import TurnLease
 from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.sweep import acquire_sweeper
 from omnigent_agy.interactions.bridge import InteractionBridge
-from omnigent_agy.interactions.grants import ConversationGrants
 from omnigent_agy.interactions.policy import PermissionPolicy
 from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel
 from omnigent_agy.reading.events import (
@@ -56,6 +55,7 @@ from omnigent_agy.session.binding import (
 from omnigent_agy.session.context_meter import with_context_used
 from omnigent_agy.session.held import BridgeFailed, leftovers, open_gates
 from omnigent_agy.session.history import Carried
+from omnigent_agy.session.kept_grants import kept_grants
 from omnigent_agy.session.model_choice import ModelChooser
 from omnigent_agy.session.quota_turn import explain_quota
 from omnigent_agy.session.send import cascade_summary, send_once, step_count
@@ -102,7 +102,7 @@ class AgySession:
         self._bridge: InteractionBridge | None = None
         self._bridge_tasks: set[asyncio.Task[object]] = set()
         # What the person allowed "for this conversation", for its sub-agents too.
-        self._grants = ConversationGrants()
+        self._grants = kept_grants(self._binding.state)
         # The running sub-agents of the turn, each followed on its own cascade.
         self._subagents = SubAgents(self._binding, self._sink.publish)
         self._turn: Turn | None = None

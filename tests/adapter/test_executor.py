@@ -195,6 +195,70 @@ def test_tool_rows_and_sub_agents(tmp_path: Path) -> None:
     assert isinstance(out[4], TurnComplete)
 
 
+def test_a_sub_agents_end_is_said_after_the_answer_closed(tmp_path: Path) -> None:
+    """omnigent's web splits the turn where the "Completed" mark lands and shows text open
+    there twice (translate.Stream.closing): the end waits for the turn's end, and a reasoning
+    start closes the answer ahead of it."""
+    events: list[object] = [
+        ev.SubAgentStarted("c3", "child-1", "reviewer", "", {}),
+        ev.SubAgentFinished("c3", "child-1", True, {}, summary="all good"),
+        ev.TextDelta(key(6), 0, "The reviewer says all good."),
+        completed("The reviewer says all good."),
+    ]
+    out = turn(executor(tmp_path, events))
+    assert [type(event) for event in out] == [
+        SubAgentStarted,
+        TextChunk,
+        ReasoningChunk,
+        SubAgentCompleted,
+        TurnComplete,
+    ]
+    assert out[2] == ReasoningChunk(delta="", event_type="reasoning_started")
+    assert out[3] == SubAgentCompleted(child_key="reviewer · child-1", ok=True, summary="all good")
+
+
+def test_a_failed_turn_still_ends_its_sub_agents(tmp_path: Path) -> None:
+    made = executor(
+        tmp_path,
+        [
+            ev.SubAgentStarted("c3", "child-1", "reviewer", "", {}),
+            ev.SubAgentFinished("c3", "child-1", True, {}),
+        ],
+    )
+
+    async def broken(turn: Turn) -> AsyncIterator[object]:
+        for event in made._session.events:
+            yield event
+        raise SessionError("agy exited during the turn", code="agy_exited")
+
+    made._session.run_turn = broken
+    out = turn(made)
+    assert [type(event) for event in out] == [SubAgentStarted, SubAgentCompleted, ExecutorError]
+
+
+def test_no_close_where_no_answer_is_open(tmp_path: Path) -> None:
+    events: list[object] = [
+        ev.SubAgentStarted("c3", "child-1", "reviewer", "", {}),
+        ev.TextDelta(key(5), 0, "Asking the reviewer."),
+        ev.ToolCallStarted("c4", key(6), "run_command", {"CommandLine": "ls"}, "RUN"),
+        ev.SubAgentFinished("c3", "child-1", True, {}),
+        completed(),
+    ]
+    out = turn(executor(tmp_path, events))
+    assert [type(event) for event in out] == [
+        SubAgentStarted,
+        TextChunk,
+        ToolCallRequest,
+        SubAgentCompleted,
+        TurnComplete,
+    ]
+
+
+def test_a_turn_without_sub_agents_gets_no_close(tmp_path: Path) -> None:
+    out = turn(executor(tmp_path, [ev.TextDelta(key(5), 0, "Hi."), completed("Hi.")]))
+    assert [type(event) for event in out] == [TextChunk, TurnComplete]
+
+
 def test_a_call_finished_without_its_start_is_told_started_first(tmp_path: Path) -> None:
     finished = ev.ToolCallFinished(
         "c9", key(4), "run_command", "denied", "", arguments={"CommandLine": "rm"}

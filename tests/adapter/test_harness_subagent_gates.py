@@ -164,9 +164,8 @@ def test_a_sub_agents_card_open_when_the_harness_restarted_is_asked_again(
 ) -> None:
     conversation = f"conv_{uuid.uuid4().hex[:12]}"
     with HarnessServer(create_app(), conversation) as first:
-        first.turn("use a sub-agent to run: echo left waiting").until(
-            "response.elicitation_request"
-        )
+        before = first.turn("use a sub-agent to run: echo left waiting")
+        before.until("response.elicitation_request")
     # The harness went away with the card on screen; the sub-agent still waits for an answer.
     with HarnessServer(create_app(), conversation) as second:
         turn = second.turn("are you still there?")
@@ -179,6 +178,14 @@ def test_a_sub_agents_card_open_when_the_harness_restarted_is_asked_again(
     ran = last_of(child_steps(agy_env, conversation), RUN)
     assert ran["status"] == DONE
     assert ran["runCommand"].get("userRejected") is not True
+    # What the first process showed of the sub-agent is not shown again: its calls (omnigent
+    # appends each to the child's row) and its task (seeded into the child at each start).
+    calls = [e["call_id"] for t in (before, turn) for e in subagent_events(t, "tool_call")]
+    assert calls, "the sub-agent's command was never shown"
+    assert len(calls) == len(set(calls)), f"a sub-agent's call was shown twice: {calls}"
+    [again] = subagent_events(turn, "started")  # the runner of the new turn needs its start
+    assert again["task"] == "", "the sub-agent's task was seeded into its row again"
+    assert subagent_events(turn, "completed")
 
 
 def test_the_operators_rules_apply_to_a_sub_agents_calls(
@@ -220,3 +227,40 @@ def test_for_this_conversation_covers_the_sub_agents_calls(
     card = third.until("response.elicitation_request")
     harness.press(card, "deny")
     third.until("response.completed", timeout=120)
+
+
+def test_for_this_conversation_outlives_a_harness_restart(agy_env: dict[str, str]) -> None:
+    """The person's "for this conversation" answers, on the conversation's own card and on a
+    sub-agent's, still hold for the sub-agents of a harness process started after them."""
+    conversation = f"conv_{uuid.uuid4().hex[:12]}"
+    with HarnessServer(create_app(), conversation) as first:
+        own = first.turn("run: echo kept by the parent")
+        card = own.until("response.elicitation_request")
+        first.press(card, "allow “echo kept by the parent” for this conversation")
+        own.until("response.completed", timeout=120)
+        delegated = first.turn("use a sub-agent to run: echo kept by the child")
+        card = delegated.until("response.elicitation_request")
+        first.press(card, "allow “echo kept by the child” for this conversation")
+        delegated.until("response.completed", timeout=120)
+    with HarnessServer(create_app(), conversation) as second:
+        for command in ("echo kept by the parent", "echo kept by the child"):
+            turn = second.turn(f"use a sub-agent to run: {command}")
+            turn.until("response.completed", timeout=120)
+            assert "response.elicitation_request" not in turn.kinds(), f"asked again: {command}"
+            runs = [s for s in sub_agents_runs(agy_env, conversation) if command in str(s)]
+            assert runs, f"no sub-agent ran {command}"
+            for ran in runs:  # this turn's and, for the second, the first process's
+                assert ran["status"] == DONE
+                assert ran["runCommand"].get("userRejected") is not True
+
+
+def sub_agents_runs(env: dict[str, str], conversation: str) -> list[dict[str, Any]]:
+    """Every command step of the conversation's sub-agents."""
+    return [
+        step
+        for child in children(env, conversation)
+        for step in agy_call(
+            env, conversation, "GetCascadeTrajectorySteps", {"cascadeId": child}
+        ).get("steps", [])
+        if step["type"] == RUN
+    ]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from simproc import AGY_SIM, FAST
 from waiting import wait_until
@@ -328,17 +328,6 @@ def test_a_hook_command_runs_in_its_folder_whatever_the_folders_name(
 # -- the whole launch: agy-sim in a hostile folder -------------------------------------------
 
 
-def _utf8(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-# A folder whose name is no UTF-8 (a lone surrogate here, e.g. "\udc80") made agy-sim exit as
-# signed out in one run (cause not yet read; the simulator's, as far as seen): such names stay in
-# the tmux and file-name properties above, and out of this launch until that is read.
 @pytest.mark.tmux
 @settings(
     max_examples=8,
@@ -346,7 +335,11 @@ def _utf8(name: str) -> bool:
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(name=NAMES.filter(_utf8), hidden=st.booleans())
+# A name that is no UTF-8 (the byte 0x80): agy-sim once wrote it strictly as UTF-8 on its
+# screen and exited; a real agy takes any bytes as a folder name.
+@example(name="\udc80", hidden=False).via("a name that is no UTF-8")
+@example(name="\udc80", hidden=True).via("a name that is no UTF-8")
+@given(name=NAMES, hidden=st.booleans())
 def test_agy_starts_in_a_hostile_folder_and_answers(tmux: Tmux, name: str, hidden: bool) -> None:
     """The launcher's whole path, agy-sim as agy: the folder (or, hidden, its link) entered,
     agy's record written, agy answering, nothing run and nothing left after the stop."""

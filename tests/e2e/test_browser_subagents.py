@@ -81,10 +81,10 @@ def test_a_sub_agent_that_asks_gets_a_card_naming_it_and_the_parent_answers(
     screen.shot("answered")
     body = page.inner_text("body")
     assert not re.search(r"Started [0-9a-f]{8}-", body), "a mark names the cascade id"
-    # Not asserted once: omnigent's web splits an answer still streaming when the sub-agent's
-    # "Completed" mark lands (its runner posts it asynchronously), showing it twice; the
-    # plugin cannot order that post (docs/in-omnigent.md, "Sub-agents").
-    assert answer in body
+    # One render of the answer: the sub-agent's end is said after the answer is closed
+    # (docs/in-omnigent.md, "Sub-agents"), so the "Completed" mark lands after it.
+    assert body.count(answer) == 1, "the parent's answer is shown more than once"
+    assert body.index(answer) < body.index("Completed Researcher")
     started.click()
     # The child session: what it was asked (its own first input), the command, its report.
     task = page.get_by_text("run: echo hello from the researcher", exact=True).first
