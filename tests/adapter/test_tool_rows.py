@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from omnigent.community.harness.agy.tool_rows import AGY_TOOL_KEY, ROWS, row
+from omnigent.community.harness.agy.tool_rows import AGY_TOOL_KEY, ROWS, SUBAGENT_TOOL, row
 from omnigent.policies.builtins._shell import SHELL_TOOLS
 
 from omnigent_agy.reading.steps import StepType
@@ -102,7 +102,6 @@ def test_a_command_row_is_a_shell_tool_of_omnigents() -> None:
     ("name", "arguments"),
     [
         ("github/create_issue", {"title": "t"}),  # MCP: server/tool, as agy named it
-        ("invoke_subagent", {"subagents": []}),
         ("ask_question", {"questions": []}),
         ("some_new_tool", {"a": 1}),
         ("run_command", {}),  # nothing for omnigent's title: agy's own name reads better
@@ -113,3 +112,37 @@ def test_calls_without_a_counterpart_keep_agys_name_and_arguments(
     name: str, arguments: dict[str, Any]
 ) -> None:
     assert row(name, arguments) == (name, arguments)
+
+
+def test_a_sub_agent_call_reads_as_omnigents_sub_agent_row_naming_its_role_and_task() -> None:
+    """Not `invoke_subagent({"subagents": …})`: omnigent's web titles a `Task` call
+    "Sub-agent: <description>", and the description names the sub-agent as its marks do."""
+    spec = {"role": "Researcher", "typeName": "general", "prompt": "Find the bug.\n Then report."}
+    step = _step("CORTEX_STEP_TYPE_INVOKE_SUBAGENT", "invokeSubagent", {"subagents": [spec]})
+    call = describe_call(step, StepType.INVOKE_SUBAGENT)
+    name, arguments = row(call.name, call.arguments)
+    assert name == SUBAGENT_TOOL == "Task"
+    assert arguments == {
+        "subagents": [spec],  # nothing agy sent is dropped
+        "description": "Researcher — Find the bug. Then report.",
+        AGY_TOOL_KEY: "invoke_subagent",
+    }
+
+
+@pytest.mark.parametrize(
+    ("subagents", "description"),
+    [
+        ([{"typeName": "general", "prompt": "Look."}], "general — Look."),  # no role: its type
+        ([{"role": "Researcher"}], "Researcher"),  # no task
+        ([{"role": "A", "prompt": "x"}, {"role": "B", "prompt": "y"}], "A — x; B — y"),
+        ([{}, "junk", 3], None),  # nothing to say: the web's own "Run sub-agent"
+        ([], None),
+    ],
+)
+def test_a_sub_agent_rows_description_says_what_agy_sent(
+    subagents: list[Any], description: str | None
+) -> None:
+    name, arguments = row("invoke_subagent", {"subagents": subagents})
+    assert name == SUBAGENT_TOOL
+    assert arguments.get("description") == description
+    assert arguments["subagents"] == subagents

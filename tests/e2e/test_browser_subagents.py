@@ -39,6 +39,13 @@ def test_a_sub_agent_shows_its_task_its_tool_calls_and_its_summary(
     # the child's key: the sub-agent's role and the start of its cascade id, never the bare id.
     started = page.get_by_role("link", name=re.compile(rf"^{ROLE} · [0-9a-f]{{8}}$")).first
     expect(started).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    # The parent's own call that started it reads as omnigent's sub-agent row (tool_rows),
+    # naming the role and the task, not as `invoke_subagent({"subagents": …})`.
+    worked = page.get_by_test_id("turn-worked-fold").first
+    worked.get_by_role("button").first.click()
+    worked.get_by_role("button", name="Called 1 tool").click()  # how the web sums a `Task` up
+    expect(worked).to_contain_text(re.compile(rf"Sub-agent:\s*{ROLE} — {re.escape(TASK)}"))
+    assert "invoke_subagent(" not in page.inner_text("body"), "the parent's call is shown raw"
     screen.shot("row")
     started.click()
     expect(page.get_by_text(ROLE).first).to_be_visible(timeout=TURN_TIMEOUT_MS)
