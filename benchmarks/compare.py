@@ -58,6 +58,7 @@ from compare_drive import (
     usage_and_meter,
     write_in,
 )
+from compare_faults import idle_resume, kill_mid_turn
 from compare_processes import Usage, describe, measure, new_processes, snapshot
 from compare_report import HARNESSES, Harness, render
 from stack import TURN_ENDS, Conversation
@@ -89,6 +90,10 @@ FULL: tuple[tuple[tuple[str, Scenario], ...], ...] = (
     (
         ("Stop mid-answer", stop_mid_answer),
         ("Stop on a waiting card", stop_on_card),
+    ),
+    (
+        ("resume after agy was stopped idle", idle_resume),
+        ("harness process killed mid-turn", kill_mid_turn),
     ),
 )
 QUICK = (
@@ -143,6 +148,7 @@ def drive_group(
         if ending != "response.completed":
             result.notes.append(f"a first turn ended with {ending}")
         processes = new_processes(stack, before)
+        conversation.before = before  # type: ignore[attr-defined]  # for compare_faults.py
         for name, scenario in group:
             print(f"  {result.harness.key}: {name}", file=sys.stderr, flush=True)
             start = measure(processes) if measure_one and name.startswith("streamed") else None

@@ -54,7 +54,8 @@ RULED_OUT = {
     ("write-in answer", "acp"): "as the single-select question",
 }
 
-#: Rows the drive does not reach: (row) → per harness (status, where from).
+#: Rows the drive does not reach: (row) → per harness (status, where from); a row the run
+#: drove (`ROWS`) is shown from the run instead.
 NOT_DRIVEN: dict[str, dict[str, tuple[str, str]]] = {
     "harness process killed mid-turn": {
         "plugin": (
@@ -149,6 +150,8 @@ ROWS = (
     "model per turn",
     "effort per turn",
     "usage and the context meter",
+    "resume after agy was stopped idle",
+    "harness process killed mid-turn",
 )
 
 
@@ -216,6 +219,7 @@ def render(
         [
             [row, *(f"**{by[r.harness.key][0]}**: {by[r.harness.key][1]}" for r in results)]
             for row, by in NOT_DRIVEN.items()
+            if not all(row in r.cells for r in results)  # (--quick drives fewer)
         ],
     )
     notes = [f"- {r.harness.title}: {n}" for r in results for n in r.notes]

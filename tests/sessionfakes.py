@@ -7,6 +7,7 @@ session's sink, as the reader thread would. Nothing here starts a process or tal
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,12 +92,15 @@ class FakeAgy:
         self.arrives = True
         self.children: dict[str, list[dict[str, Any]]] = {}
         """The steps of sub-agents' child cascades, by cascade id."""
+        self.listed = asyncio.Event()
+        """Set once the cascades were listed."""
         self.context_estimate: int | None = None
         """What GetCascadeTrajectoryGeneratorMetadata says of the context in use; None: agy
         does not have the method."""
 
     # --- RpcClient ------------------------------------------------------------------------
     async def get_all_cascade_trajectories(self) -> dict[str, Any]:
+        self.listed.set()
         return {"trajectorySummaries": {CASCADE: {"stepCount": self.step_count}}}
 
     async def send_user_cascade_message(
@@ -198,6 +202,7 @@ class FakeBinding(AgyBinding):
         self.reader_alive = True
         self.started = 0
         self.clear_checks = 0
+        self.clear_waits_for_listing = False
         self.closed: list[bool | None] = []
 
     @property
@@ -228,6 +233,9 @@ class FakeBinding(AgyBinding):
 
     async def follow_clear(self) -> None:
         self.clear_checks += 1
+        if self.clear_waits_for_listing:
+            # The reader's look takes as long as the listing: it ends only once that was asked.
+            await asyncio.wait_for(self.fake.listed.wait(), 10)
 
     def reader_ok(self) -> bool:
         return self.reader_alive

@@ -44,6 +44,7 @@ from omnigent_agy.reading.reader import (
     TurnEnded,
 )
 from omnigent_agy.reading.sink import HandoffSink, release
+from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.errors import RpcError
 from omnigent_agy.session.binding import (
@@ -58,7 +59,7 @@ from omnigent_agy.session.history import Carried
 from omnigent_agy.session.kept_grants import kept_grants
 from omnigent_agy.session.model_choice import ModelChooser
 from omnigent_agy.session.quota_turn import explain_quota
-from omnigent_agy.session.send import cascade_summary, send_once, step_count
+from omnigent_agy.session.send import cascade_summaries, send_once, step_count
 from omnigent_agy.session.shown import ShownLedger
 from omnigent_agy.session.subagents import (
     ChildProgress,
@@ -220,10 +221,12 @@ class AgySession:
             yield notice
         catalog = await self.catalog()
         resolved = self._models.choose(catalog, turn.model, turn.effort, agy_pid=agy.pid)
-        await self._binding.follow_clear()
+        client = await self._binding.rpc()
+        # Whether a person typed /clear in agy's TUI, and where this turn's steps will start:
+        # asked together, the message waits for one round trip to agy, not two.
+        summaries, _ = await asyncio.gather(cascade_summaries(client), self._binding.follow_clear())
         cascade = agy.cascade_id
         assert cascade is not None
-        client = await self._binding.rpc()
         self._turn = turn
         turn.start(resolved.enum)
         self._bridge = await self._new_bridge(cascade)
@@ -264,8 +267,8 @@ class AgySession:
             del inheritance
             release(stale)
             home.open_turn(turn.tool_runner)
-            summary = await cascade_summary(client, cascade)
-            await send_once(client, cascade, turn.text, resolved.enum, since=step_count(summary))
+            since = step_count(obj(summaries.get(cascade)))
+            await send_once(client, cascade, turn.text, resolved.enum, since=since)
             async for event in self._follow_turn(turn):
                 yield event
         finally:

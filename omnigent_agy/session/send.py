@@ -13,7 +13,7 @@ from omnigent_agy.rpc.client import TRANSIENT_CODES
 from omnigent_agy.rpc.endpoint import FollowingClient
 from omnigent_agy.rpc.errors import ProtocolError, RpcError
 
-__all__ = ["cascade_summary", "send_once", "step_count"]
+__all__ = ["cascade_summaries", "send_once", "step_count"]
 
 _logger = logging.getLogger(__name__)
 
@@ -25,10 +25,11 @@ def step_count(summary: JsonObject) -> int:
         return 0
 
 
-async def cascade_summary(client: FollowingClient, cascade_id: str) -> JsonObject:
-    """The cascade's summary now (its step count, where this turn's steps will start)."""
+async def cascade_summaries(client: FollowingClient) -> JsonObject:
+    """Every cascade's summary now, by cascade id (a cascade's step count is where this
+    turn's steps will start)."""
     listed = await client.run(lambda c: c.get_all_cascade_trajectories())
-    return obj(obj(listed.get("trajectorySummaries")).get(cascade_id))
+    return obj(listed.get("trajectorySummaries"))
 
 
 async def send_once(

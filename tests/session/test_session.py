@@ -117,6 +117,20 @@ def test_a_turn_sends_only_the_text_on_the_chosen_model_and_ends_with_its_result
     assert fake(session).clear_checks == 1  # a /clear is looked for before the send
 
 
+def test_the_clear_check_and_the_step_count_go_to_agy_together(session: AgySession) -> None:
+    """Before the message can go, agy is asked whether a /clear happened and where the turn's
+    steps will start: two round trips, asked at once, so the send waits for one (the fake's
+    /clear look ends only once the cascades were listed: asked one after the other, it never
+    does)."""
+    binding = fake(session)
+    binding.clear_waits_for_listing = True
+    binding.fake.script = lambda agy, text: agy.answer(text)
+    result = run(turn(session, "hello"))[-1]
+    assert isinstance(result, TurnResult)
+    assert result.status == "completed"
+    assert binding.fake.sent[-1]["text"] == "hello"
+
+
 def test_an_earlier_turns_end_and_the_readers_mode_are_not_this_turns(
     session: AgySession,
 ) -> None:
