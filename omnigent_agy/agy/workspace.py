@@ -67,12 +67,6 @@ LINK_RECORD: Final = "workspace-link"
 RUNTIME_DIR_ENV: Final = "XDG_RUNTIME_DIR"
 _LINKS: Final = "workspaces"
 _HIDDEN: Final = "/."
-_REMEDY: Final = (
-    "Run the session on a folder whose path has no hidden folder in it, or give omnigent-agy "
-    "a private folder for its links: set TMPDIR (where `omnigent host` runs; omnigent passes "
-    "no XDG_RUNTIME_DIR to a harness) to a folder of yours, mode 0700, whose path has no '/.' "
-    "in it; then run `omnigent-agy doctor`."
-)
 
 
 def check_enterable(folder: Path, *, shown: Path | None = None) -> None:

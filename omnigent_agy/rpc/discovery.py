@@ -14,7 +14,8 @@ port later is refused in the TLS handshake. When the conversation id is known,
 ``GetConversationMetadata`` must know it too. agy's plain-HTTP port N+1 fails the TLS
 handshake and is skipped like any other non-RPC listener.
 
-Failures are :class:`DiscoveryError` subclasses, each with a ``remediation``.
+Failures are :class:`~omnigent_agy.errors.DiscoveryError` subclasses, each with a
+``remediation``.
 """
 
 from __future__ import annotations
@@ -60,10 +61,6 @@ _ONE_TRY = RetryPolicy(attempts=1)
 # How often agy's log is read between two scans of the listeners: reading it costs a read of
 # what was appended; a scan costs 20-80 ms of CPU (docs/performance.md, "Cold start").
 _LOG_POLL_S = 0.025
-_DOCTOR = "`omnigent-agy doctor`"
-
-
-# -- errors ----------------------------------------------------------------------------------
 
 
 # -- probing ---------------------------------------------------------------------------------

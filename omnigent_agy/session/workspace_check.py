@@ -36,12 +36,6 @@ _HIDDEN_LINE: Final = re.compile(r"failed to add project resource folder .*is hi
 _GLOG_HEADER: Final = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]\s]+\] ")
 # The line comes at start-up: the head of the log is enough, however long agy has run.
 _LOG_HEAD: Final = 1 << 20
-_REMEDY: Final = (
-    "Nothing was sent to agy, and this conversation's agy was stopped. Open the session on a "
-    "folder whose path has no folder starting with a dot in it (move or clone the project "
-    "there, e.g. outside `.worktrees`); `omnigent-agy doctor` shows agy's version, and "
-    "`omnigent-agy probe` checks whether it takes a linked hidden folder."
-)
 
 
 async def check_workspace(
