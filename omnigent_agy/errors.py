@@ -212,7 +212,8 @@ class RpcError(AgyError):
 
     ``http_status`` is None when no HTTP answer arrived (transport failure, timeout) or the
     error came in a stream's end-of-stream envelope; ``method`` is the RPC method name when
-    known; ``details`` are the connect error details exactly as received.
+    known; ``details`` are the connect error details exactly as received. A plain RpcError's
+    ``kind`` follows its connect code when it is made (none is changed after).
     """
 
     kind = catalogue.AGY_RPC_FAILED

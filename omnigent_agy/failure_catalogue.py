@@ -359,9 +359,11 @@ AGY_INTERNAL = FailureKind(
     f"Retry the message; run {_DOCTOR}, and report the error if it persists.",
 )
 
-# Every entry above, in the order written.
+# Every entry above, in the order written (a new one needs no second line here).
 CATALOGUE: tuple[FailureKind, ...] = tuple(
-    kind for name, kind in globals().items() if name.startswith("AGY_")
+    kind
+    for name, kind in globals().items()
+    if name.startswith("AGY_") and isinstance(kind, FailureKind)
 )
 _BY_CODE = {kind.code: kind for kind in CATALOGUE}
 

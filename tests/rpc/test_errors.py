@@ -13,6 +13,7 @@ from omnigent_agy.errors import (
     RpcError,
     StreamStalled,
     code_from_http_status,
+    failure_for,
 )
 from omnigent_agy.rpc.wire import EndStream, EnvelopeDecoder, encode_envelope
 
@@ -116,3 +117,25 @@ def test_protocol_errors_and_stalls_carry_their_codes() -> None:
     assert stalled.connect_code is Code.DEADLINE_EXCEEDED
     assert stalled.idle_timeout == 2.5
     assert "2.5 s" in str(stalled)
+
+
+@pytest.mark.parametrize(
+    ("error", "connect_code", "code"),
+    [
+        (RpcError(Code.UNAVAILABLE, "refused"), Code.UNAVAILABLE, "agy_unreachable"),
+        (RpcError(Code.INTERNAL, "odd", http_status=200), Code.INTERNAL, "agy_protocol_error"),
+        (RpcError(Code.NOT_FOUND, "no cascade"), Code.NOT_FOUND, "agy_rpc_failed"),
+        (StreamStalled(1.0), Code.DEADLINE_EXCEEDED, "agy_unreachable"),
+        (
+            ProtocolError("big", connect_code=Code.RESOURCE_EXHAUSTED),
+            Code.RESOURCE_EXHAUSTED,
+            "agy_protocol_error",
+        ),
+    ],
+)
+def test_code_is_the_failure_code_and_the_wire_code_is_connect_code(
+    error: RpcError, connect_code: Code, code: str
+) -> None:
+    # `.code` means one thing on every error: the failure a person sees.
+    assert (error.connect_code, error.code, error.kind.code) == (connect_code, code, code)
+    assert failure_for(error).code == code
