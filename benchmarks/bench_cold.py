@@ -40,11 +40,12 @@ from common import load_average, options, table
 from gemini_home import make_person_gemini
 
 from agy_sim.stack.homes import write_simulator
+from omnigent_agy import ENV_PATH
 from omnigent_agy.agy import launcher
 from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
-from omnigent_agy.onboarding.config import ENV_PATH, load_config
+from omnigent_agy.onboarding.config import load_config
 from omnigent_agy.onboarding.doctor import preflight
 from omnigent_agy.reading import events as ev
 from omnigent_agy.reading.reader import CascadeReader

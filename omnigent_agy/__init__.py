@@ -9,6 +9,8 @@ tmux (terminal, executor core). The thin omnigent adapter is shipped separately 
 
 from __future__ import annotations
 
+from typing import Final
+
 __version__ = "0.1.0.dev0"
 
 # Each defined here once; every layer may read them.
@@ -22,3 +24,12 @@ TMUX_SOCKET_ENV = "OMNIGENT_AGY_TMUX_SOCKET"
 """Names the tmux server instead (wins over ``harness.agy-cli.tmux_socket``)."""
 TMUX_TMPDIR_ENV = "TMUX_TMPDIR"
 """tmux's variable for the folder of its servers' sockets (else /tmp)."""
+KEY = f"harness.{HARNESS_ID}"
+"""The plugin's section of omnigent's config (``~/.omnigent/config.yaml``)."""
+ENV_PATH = "OMNIGENT_AGY_CLI_PATH"
+"""Names the agy executable (the name omnigent derives for a harness binary override,
+``OMNIGENT_<ID>_PATH``); wins over ``harness.agy-cli.command``."""
+INSTALL_HINT = "curl -fsSL https://antigravity.google/cli/install.sh | bash"
+"""How a person installs the Antigravity CLI."""
+MIN_AGY_VERSION: Final[tuple[int, int, int]] = (1, 2, 2)
+"""agy learned --csrf_token in 1.2.2 (docs/wire.md §1); an older agy answers its port to anyone."""

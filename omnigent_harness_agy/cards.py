@@ -31,11 +31,11 @@ from typing import Final
 
 from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 
+from omnigent_agy.errors import PromptUnavailableError
 from omnigent_agy.interactions.policy import RequestKind
 from omnigent_agy.interactions.prompts import (
     ElicitationCard,
     PermissionCard,
-    PromptUnavailableError,
     QuestionAnswer,
     QuestionAnswers,
     QuestionForm,

@@ -38,7 +38,8 @@ from omnigent_agy import TMUX_SOCKET as DEFAULT_TMUX_SOCKET
 from omnigent_agy import TMUX_SOCKET_ENV
 from omnigent_agy.agy.mcp_selection import McpSelection
 from omnigent_agy.agy.statedir import SessionStateDir
-from omnigent_agy.agy.trust import WorkspaceNotTrustedError
+from omnigent_agy.errors import AgyError, ConfigError, MessageError, WorkspaceNotTrustedError
+from omnigent_agy.failure_catalogue import gave_up_waiting_failure, model_error_failure
 from omnigent_agy.interactions.hooks import (
     TurnCall,
     get_plugin_manager,
@@ -46,17 +47,15 @@ from omnigent_agy.interactions.hooks import (
     run_turn_hook,
 )
 from omnigent_agy.onboarding.agy_home import gemini_seed, workspace_trust
-from omnigent_agy.onboarding.config import AgyConfig, ConfigError, load_config
+from omnigent_agy.onboarding.config import AgyConfig, load_config
 from omnigent_agy.onboarding.doctor import preflight, read_agy_version
 from omnigent_agy.onboarding.executable import resolve_executable
-from omnigent_agy.onboarding.failures import gave_up_waiting_failure, model_error_failure
 from omnigent_agy.reading import events as ev
 from omnigent_agy.reading.reader_state import DEFAULT_IDLE_TIMEOUT, ReaderSettings
 from omnigent_agy.relay.channel import RELAY_SERVER
-from omnigent_agy.rpc.errors import AgyError
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
 from omnigent_agy.session.history import answered, carry_history, mark_delivered
-from omnigent_agy.session.messages import MessageError, newest_user_message, user_message
+from omnigent_agy.session.messages import newest_user_message, user_message
 from omnigent_agy.session.turns import AgyRestarted, ConversationLost, Turn, TurnResult
 
 from .deletion import mark_for_deletion

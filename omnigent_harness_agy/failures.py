@@ -1,7 +1,8 @@
 """omnigent's side of the failure catalogue: a :class:`Failure` as an ``ExecutorError``.
 
-The catalogue and the mapping from errors live in the host-agnostic
-:mod:`omnigent_agy.onboarding.failures`; this is the one function that needs omnigent. With a
+The catalogue (:mod:`omnigent_agy.failure_catalogue`) and the mapping from errors
+(``omnigent_agy.errors.failure_for``) are host-agnostic; this is the one function that needs
+omnigent. With a
 ``code``, omnigent's web shows the ``title`` and the ``remediation`` on the error card
 (docs/host.md).
 """
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 from omnigent.inner.executor import ExecutorError, ExecutorUsage
 
-from omnigent_agy.onboarding.explain import failure_for
-from omnigent_agy.onboarding.failures import Failure
+from omnigent_agy.errors import failure_for
+from omnigent_agy.failure_catalogue import Failure
 
 __all__ = ["executor_error_for", "to_executor_error"]
 

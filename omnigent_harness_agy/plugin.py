@@ -27,20 +27,15 @@ from omnigent.harness_capabilities import (
 from omnigent.harness_install_spec import HarnessInstallSpec
 from omnigent.harness_plugins import HarnessContribution
 
-from omnigent_agy import HARNESS_ID, HARNESS_LABEL
+from omnigent_agy import HARNESS_ID, HARNESS_LABEL, INSTALL_HINT
+from omnigent_agy.errors import AgyNotFoundError, ContributionError
 from omnigent_agy.interactions.hooks import (
     HarnessRegistration,
     get_plugin_manager,
     harness_registrations,
 )
-from omnigent_agy.onboarding.config import AgyConfig, AgyNotFoundError, load_config
-from omnigent_agy.onboarding.executable import (
-    DEFAULT_EXECUTABLE,
-    INSTALL_HINT,
-    installer_bin,
-    resolve_executable,
-)
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.onboarding.config import AgyConfig, load_config
+from omnigent_agy.onboarding.executable import DEFAULT_EXECUTABLE, installer_bin, resolve_executable
 
 from .hostenv import forward_to_runners
 from .spawn_env import MODEL_ENV_KEY
@@ -84,10 +79,6 @@ DEFAULT_CAPABILITIES = HarnessCapabilities(
     shell_tool_prompt="Use your run_command tool to run this exact command: echo omnigent-bench-ok",
     instruction_delivery=InstructionDelivery.FIRST_USER_PREFIX,
 )
-
-
-class ContributionError(AgyError):
-    """A plugin registered something omnigent-agy cannot contribute."""
 
 
 def get_contribution() -> HarnessContribution:

@@ -32,6 +32,7 @@ from omnigent.runtime.harnesses._scaffold import PolicyVerdictPayload
 from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 
 from omnigent_agy import HARNESS_LABEL
+from omnigent_agy.errors import PromptUnavailableError
 from omnigent_agy.interactions.policy import PermissionRequest, RequestKind
 from omnigent_agy.interactions.prompts import (
     ElicitationAction,
@@ -41,7 +42,6 @@ from omnigent_agy.interactions.prompts import (
     PermissionCard,
     PolicyAction,
     PolicyVerdict,
-    PromptUnavailableError,
     QuestionAnswer,
     QuestionAnswers,
     QuestionForm,

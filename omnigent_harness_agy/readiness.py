@@ -15,13 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from omnigent_agy import HARNESS_ID
+from omnigent_agy import ENV_PATH, HARNESS_ID, KEY
 from omnigent_agy.interactions.hooks import (
     CheckResult,
     OnboardingCheck,
     hookimpl,
 )
-from omnigent_agy.onboarding.config import ENV_PATH, KEY
 
 __all__ = ["NAME", "agy_onboarding_checks", "host_readiness"]
 

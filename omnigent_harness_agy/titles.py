@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from omnigent_agy.agy.conversations import read_conversations
 from omnigent_agy.agy.statedir import SessionStateDir, write_private_file
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import AgyError
 
 __all__ = ["RENAME_TOOL", "SessionTitle", "agy_title", "omnigent_title", "retitle"]
 

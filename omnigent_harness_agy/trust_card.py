@@ -21,7 +21,8 @@ from typing import Final
 from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 
 from omnigent_agy.agy.shown import visible
-from omnigent_agy.interactions.prompts import PromptUnavailableError, TrustAnswer, TrustCard
+from omnigent_agy.errors import PromptUnavailableError
+from omnigent_agy.interactions.prompts import TrustAnswer, TrustCard
 
 from .cards import choice_params, with_notes
 from .terminal_cards import TRUST_PHASE, trust_phase

@@ -30,7 +30,7 @@ def plugin_sources() -> dict[str, Path]:
 
 
 def short_name(module: str) -> str:
-    """``omnigent_agy.rpc.errors`` → ``rpc.errors``; the adapter's → ``adapter.plugin``."""
+    """``omnigent_agy.rpc.wire`` → ``rpc.wire``; the adapter's → ``adapter.plugin``."""
     if module.startswith(f"{ADAPTER_PACKAGE}."):
         return "adapter." + module.removeprefix(f"{ADAPTER_PACKAGE}.")
     return module.removeprefix(f"{CORE_PACKAGE}.")

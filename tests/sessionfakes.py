@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omnigent_agy.errors import Code, RpcError
 from omnigent_agy.onboarding.catalog import ModelCatalog
 from omnigent_agy.reading.events import AssistantMessage, TurnBoundary, UsageReported
 from omnigent_agy.reading.reader import ConversationRotated, ReaderEvent, TurnEnded
 from omnigent_agy.reading.sink import EventSink
 from omnigent_agy.reading.steps import ModelUsage, StepKey
 from omnigent_agy.rpc.endpoint import AgyEndpoint
-from omnigent_agy.rpc.errors import Code, RpcError
 from omnigent_agy.rpc.whereabouts import Whereabouts
 from omnigent_agy.session.binding import AgyBinding, SessionSettings
 

@@ -1,9 +1,10 @@
-"""The error tree drawn in ``omnigent_agy.rpc.errors`` is the tree of the classes, both ways.
+"""The error tree drawn in ``omnigent_agy.errors`` is the tree of the classes, both ways.
 
-Every exception class of the plugin is in the drawing, under its real parent and module, and
-derives from ``AgyError`` — or it is one of the control-flow signals the docstring names, which
-stay in their own layer. Whatever is drawn exists. The drawing is parsed, the classes are found
-by importing every module of the plugin and walking ``AgyError``'s subclasses.
+Every exception class of the plugin is in the drawing, under its real parent and with the code
+of its catalogue entry, derives from ``AgyError`` and is defined in ``omnigent_agy.errors`` —
+or it is one of the control-flow signals the docstring names, which stay in their own layer.
+Whatever is drawn exists. The drawing is parsed, the classes are found by importing every
+module of the plugin and walking ``AgyError``'s subclasses.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from types import ModuleType
 import pytest
 from pluginsource import plugin_sources, short_name
 
-from omnigent_agy.rpc import errors
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy import errors
+from omnigent_agy.errors import AgyError
 
 _LINE = re.compile(
-    r"^(?P<prefix>(?:│   |    |├── |└── )*)(?P<name>\w+)\s+(?P<module>[\w.]+)"
+    r"^(?P<prefix>(?:│   |    |├── |└── )*)(?P<name>\w+)\s+(?P<code>agy_\w+)"
     r"(?:\s+also an? (?P<also>\w+))?\s*$"
 )
 _SIGNAL = re.compile(r"``(?P<name>\w+)`` in\s+(?P<module>[\w.]+)")
@@ -32,12 +33,12 @@ _SIGNAL = re.compile(r"``(?P<name>\w+)`` in\s+(?P<module>[\w.]+)")
 @dataclass(frozen=True, slots=True)
 class Node:
     parent: str | None
-    module: str  # relative: "rpc.errors", "adapter.plugin"
+    code: str  # of its catalogue entry (the class's ``kind``)
     also: str | None = None  # a foreign base ("ValueError"), drawn as "also a ValueError"
 
     def __str__(self) -> str:
         also = f", also a {self.also}" if self.also else ""
-        return f"under {self.parent} in {self.module}{also}"
+        return f"under {self.parent} with {self.code}{also}"
 
 
 def parse_drawing(doc: str) -> dict[str, Node]:
@@ -59,7 +60,7 @@ def parse_drawing(doc: str) -> dict[str, Node]:
         assert depth <= len(path), f"{match['name']} is drawn deeper than its parent"
         assert match["name"] not in tree, f"{match['name']} is drawn twice"
         del path[depth:]
-        tree[match["name"]] = Node(path[-1] if path else None, match["module"], match["also"])
+        tree[match["name"]] = Node(path[-1] if path else None, match["code"], match["also"])
         path.append(match["name"])
     return tree
 
@@ -97,13 +98,13 @@ def real_tree(classes: list[type[BaseException]]) -> dict[str, Node]:
         assert len(foreign) <= 1 or cls is AgyError, f"{cls.__name__}: bases {foreign}"
         parent = ours[0].__name__ if ours else None
         also = foreign[0] if foreign and cls is not AgyError else None
-        tree[cls.__name__] = Node(parent, short_name(cls.__module__), also)
+        tree[cls.__name__] = Node(parent, cls.kind.code, also)
     return tree
 
 
 def differences(drawn: dict[str, Node], real: dict[str, Node]) -> list[str]:
     """What a reader of the drawing would get wrong, one line each."""
-    problems = [f"{name} ({real[name].module}) is not drawn" for name in real.keys() - drawn]
+    problems = [f"{name} ({real[name].code}) is not drawn" for name in real.keys() - drawn]
     problems += [f"{name} is drawn but no such error exists" for name in drawn.keys() - real]
     problems += [
         f"{name} is drawn {drawn[name]}, the class is {real[name]}"
@@ -133,6 +134,47 @@ def test_the_drawing_is_the_tree_of_the_classes() -> None:
         "two errors share a name"
     )
     assert differences(parse_drawing(DOC), real) == []
+
+
+def test_every_error_is_defined_in_the_errors_module() -> None:
+    elsewhere = [
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in CLASSES
+        if issubclass(cls, AgyError) and cls.__module__ != errors.__name__
+    ]
+    assert elsewhere == []
+
+
+def errors_defined_outside(sources: dict[str, Path]) -> list[str]:
+    """Classes (at any depth) of modules other than ``errors`` with an error of the tree as a
+    base, by name: ``class GoneError(AgyError)``, ``class Late(errors.SessionError)``."""
+    tree_names = set(parse_drawing(DOC))
+    return [
+        f"{short_name(module)}:{node.lineno} {node.name}"
+        for module, path in sources.items()
+        if module != errors.__name__
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+        and any(ast.unparse(base).rsplit(".", 1)[-1] in tree_names for base in node.bases)
+    ]
+
+
+def test_no_other_shipped_module_defines_an_error() -> None:
+    assert errors_defined_outside(plugin_sources()) == []
+
+
+def test_the_search_finds_a_planted_error(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "from omnigent_agy import errors\n"
+        "from omnigent_agy.errors import AgyError\n"
+        "class GoneError(AgyError): ...\n"
+        "def later():\n"
+        "    class LateError(errors.SessionError): ...\n"
+        "class Fine(Exception): ...\n"
+    )
+    found = errors_defined_outside({"omnigent_agy.planted": planted})
+    assert found == ["planted:3 GoneError", "planted:5 LateError"]
 
 
 def test_the_signals_are_the_only_other_exceptions_and_stay_in_their_layer() -> None:
@@ -183,8 +225,8 @@ def test_no_exception_class_hides_inside_a_function() -> None:
 
 # -- the check itself: a drawing that is wrong in each way is caught ---------------------------
 
-_PREFLIGHT = "    │   └── PreflightError            session.binding\n"
-_LAST = "    └── ContributionError             adapter.plugin\n"
+_PREFLIGHT = "    │   └── PreflightError            agy_internal\n"
+_LAST = "    └── ContributionError             agy_internal\n"
 
 
 @pytest.mark.parametrize(
@@ -193,7 +235,7 @@ _LAST = "    └── ContributionError             adapter.plugin\n"
         pytest.param(DOC, [], id="the-real-drawing"),
         pytest.param(
             DOC.replace(_PREFLIGHT, ""),
-            ["PreflightError (session.binding) is not drawn"],
+            ["PreflightError (agy_internal) is not drawn"],
             id="a-class-left-out",
         ),
         pytest.param(
@@ -204,18 +246,18 @@ _LAST = "    └── ContributionError             adapter.plugin\n"
         pytest.param(
             DOC.replace(_PREFLIGHT, _PREFLIGHT.replace("│   └", "├")),
             [
-                "PreflightError is drawn under AgyError in session.binding, "
-                "the class is under SessionError in session.binding"
+                "PreflightError is drawn under AgyError with agy_internal, "
+                "the class is under SessionError with agy_internal"
             ],
             id="a-wrong-parent",
         ),
         pytest.param(
-            DOC.replace("session.messages        also a ValueError", "session.turns"),
+            DOC.replace("agy_message_unsupported    also a ValueError", "agy_internal"),
             [
-                "MessageError is drawn under AgyError in session.turns, "
-                "the class is under AgyError in session.messages, also a ValueError"
+                "MessageError is drawn under AgyError with agy_internal, "
+                "the class is under AgyError with agy_message_unsupported, also a ValueError"
             ],
-            id="a-wrong-module-and-a-foreign-base-left-out",
+            id="a-wrong-code-and-a-foreign-base-left-out",
         ),
     ],
 )

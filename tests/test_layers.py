@@ -1,17 +1,20 @@
 """The folders are the layers: every module imports only the layers its own may use.
 
 The table is the architecture (docs/architecture.md). A module's layer is its sub-package
-(``omnigent_agy.reading.mapper`` → ``reading``); the top-level ``omnigent_agy/__init__.py``
-holds only constants and is open to all. The tooling distribution built from ``agy-sim/`` is
-two layers of its own: ``simulator`` (``agy_sim``) and ``stack`` (``agy_sim.stack``); no layer
-of the plugin may import either. Every import counts, also the lazy ones inside functions and
-those under ``TYPE_CHECKING``: a layer that needs a higher one only for a type is still tied
-to it.
+(``omnigent_agy.reading.mapper`` → ``reading``). The ground floor is open to all and imports
+no layer: the top-level ``omnigent_agy/__init__.py`` (constants), ``omnigent_agy.errors``
+(every error) and ``omnigent_agy.failure_catalogue`` (the failures a person sees); it imports
+the standard library only, so the relay's MCP server (standard library only) can raise them.
+The tooling distribution built from ``agy-sim/`` is two layers of its own: ``simulator``
+(``agy_sim``) and ``stack`` (``agy_sim.stack``); no layer of the plugin may import either.
+Every import counts, also the lazy ones inside functions and those under ``TYPE_CHECKING``: a
+layer that needs a higher one only for a type is still tied to it.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +63,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "stack": frozenset(),
 }
 TOOLING = frozenset({"simulator", "stack"})
+# The ground floor, beside the package root's constants: every layer may import them.
+GROUND = frozenset({"errors", "failure_catalogue"})
 # Only the adapter may import omnigent: everything under omnigent_agy is host-agnostic.
 MAY_IMPORT_OMNIGENT = frozenset({"adapter"})
 
@@ -232,6 +237,18 @@ def test_every_layer_is_a_documented_package() -> None:
         assert "May import" in doc, f"{where}: say what it may import"
 
 
+def test_the_ground_floor_imports_the_standard_library_only() -> None:
+    for name in sorted(GROUND):
+        path = CORE / f"{name}.py"
+        assert layer_of_path(path) == "root", f"{name} must sit at the package's top"
+        foreign = {
+            imp.module
+            for imp in imports_of(path, "omnigent_agy")
+            if imp.module.split(".")[0] not in {"omnigent_agy", *sys.stdlib_module_names}
+        }
+        assert foreign == set(), f"{name}.py imports more than the standard library"
+
+
 def test_no_layer_of_the_plugin_may_import_the_tooling() -> None:
     assert all(TOOLING.isdisjoint(ALLOWED[layer]) for layer in set(ALLOWED) - TOOLING)
 
@@ -240,7 +257,12 @@ def test_no_layer_of_the_plugin_may_import_the_tooling() -> None:
     ("source", "module", "expected"),
     [
         ("reading/mapper.py", "from omnigent_agy.session.turns import TurnResult\n", True),
-        ("reading/mapper.py", "from omnigent_agy.rpc import errors\n", False),
+        ("reading/mapper.py", "from omnigent_agy.rpc import wire\n", False),
+        ("reading/mapper.py", "from omnigent_agy import errors\n", False),
+        ("relay/mcp_server.py", "from omnigent_agy.errors import RelayError\n", False),
+        ("errors.py", "from omnigent_agy.failure_catalogue import Failure\n", False),
+        ("errors.py", "from omnigent_agy.rpc.wire import Code\n", True),
+        ("failure_catalogue.py", "from omnigent_agy.onboarding.config import KEY\n", True),
         ("rpc/wire.py", "from omnigent_agy import reading\n", True),
         ("rpc/wire.py", "import omnigent.inner.executor\n", True),
         ("agy_sim/server.py", "from omnigent_agy.reading.steps import Question\n", True),

@@ -39,9 +39,10 @@ from omnigent_agy.agy.own_pty import run_on_own_pty
 from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.running import RunningAgy, now, recorded
 from omnigent_agy.agy.statedir import default_state_base, state_key
-from omnigent_agy.agy.terminal import TerminalError, TerminalHost
+from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.tmux_text import exact_target
 from omnigent_agy.agy.trampoline import TMUX_CLIENT_ENV
+from omnigent_agy.errors import TerminalError
 
 __all__ = ["Screen", "attach", "find_screen", "waiting_line"]
 

@@ -33,13 +33,11 @@ from typing import Final
 from urllib.parse import unquote, urlparse
 
 from omnigent_agy.agy.gemini_home import AGY_DIR
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import ConversationStoreError, ConversationUnknownError
 
 __all__ = [
     "SUMMARIES_DB",
-    "ConversationStoreError",
     "ConversationSummary",
-    "ConversationUnknownError",
     "StoredConversations",
     "copy_conversation",
     "find_conversation",
@@ -69,27 +67,6 @@ _MIN_PREFIX: Final = 4
 _MS_SINCE_1970: Final = 10**11  # a number above this counts milliseconds, not seconds
 _DIR_MODE: Final = 0o700
 _FILE_MODE: Final = 0o600
-
-
-class ConversationStoreError(AgyError):
-    """agy's list of conversations cannot be read (or a conversation cannot be copied)."""
-
-    code = "agy_conversations_unreadable"
-
-    def __init__(self, message: str, *, path: Path, remediation: str) -> None:
-        self.path = path
-        self.remediation = remediation
-        super().__init__(message)
-
-
-class ConversationUnknownError(AgyError):
-    """No conversation of agy's list has that id (or the prefix names several)."""
-
-    code = "agy_conversation_unknown"
-
-    def __init__(self, message: str, *, wanted: str) -> None:
-        self.wanted = wanted
-        super().__init__(message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from omnigent_agy.agy.gemini_source import GeminiSource, SeedError, SeedReport
+from omnigent_agy.agy.gemini_source import GeminiSource, SeedReport
 from omnigent_agy.agy.mcp_selection import McpSelection
 from omnigent_agy.agy.statedir import write_private_file
+from omnigent_agy.errors import SeedError
 
 __all__ = [
     "AGY_DIR",

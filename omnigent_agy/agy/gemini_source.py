@@ -11,25 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import SeedError
 
 __all__ = ["GeminiSource", "SeedError", "SeedReport"]
 
 _log = logging.getLogger(__name__)
-
-
-class SeedError(AgyError):
-    """A file of the person's gemini dir cannot be used as it is (e.g. not JSON)."""
-
-    code = "agy_settings_invalid"
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        super().__init__(message)
-        self.path = path
-        self.remediation = (
-            f"Fix or remove {path} (agy reads it too: `agy` in a terminal shows what it makes "
-            "of it); then run `omnigent-agy doctor`."
-        )
 
 
 @dataclass(slots=True)

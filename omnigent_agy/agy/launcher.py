@@ -32,20 +32,19 @@ from pathlib import Path
 import psutil
 
 from omnigent_agy.agy.gemini_home import AGY_DIR
-from omnigent_agy.agy.process import AgyProcess, LaunchError, session_name
+from omnigent_agy.agy.process import AgyProcess, session_name
 from omnigent_agy.agy.ready import ReadyCheck, wait_ready
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, write_private_file
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.trampoline import TMUX_CLIENT_ENV, could_not_enter
-from omnigent_agy.agy.workspace import WorkspaceUnreachableError, ready_folder
-from omnigent_agy.rpc.discovery import (
+from omnigent_agy.agy.workspace import ready_folder
+from omnigent_agy.errors import (
     AgyExitedError,
     DiscoveryError,
-    Probe,
-    discover_pin,
-    pin_if_ours,
-    probe_port,
+    LaunchError,
+    WorkspaceUnreachableError,
 )
+from omnigent_agy.rpc.discovery import Probe, discover_pin, pin_if_ours, probe_port
 from omnigent_agy.rpc.listeners import is_port_owned_by
 from omnigent_agy.rpc.pinning import Pin
 

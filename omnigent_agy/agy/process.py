@@ -13,21 +13,12 @@ from pathlib import Path
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, state_key
 from omnigent_agy.agy.terminal import AgyTerminal
 from omnigent_agy.agy.workspace import remove_link
+from omnigent_agy.errors import LaunchError
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.errors import AgyError
 from omnigent_agy.rpc.pinning import Pin
 from omnigent_agy.rpc.whereabouts import Whereabouts
 
 __all__ = ["AgyProcess", "LaunchError", "session_name"]
-
-
-class LaunchError(AgyError):
-    """agy could not be started for a conversation."""
-
-    @property
-    def remediation(self) -> str:
-        """What a person can do about it."""
-        return "Run `omnigent-agy doctor`."
 
 
 @dataclass(slots=True)

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from omnigent_agy.agy.terminal import AgyTerminal
+from omnigent_agy.errors import AgyExitedError, PortNeverOpenedError, RpcError
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
-from omnigent_agy.rpc.discovery import AgyExitedError, PortNeverOpenedError, discover_pin
-from omnigent_agy.rpc.errors import RpcError
+from omnigent_agy.rpc.discovery import discover_pin
 from omnigent_agy.rpc.pinning import Pin
 
 __all__ = ["ReadyCheck", "wait_ready"]

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import psutil
 
-from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, StateDirError, default_state_base
+from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, default_state_base
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.workspace import remove_link
+from omnigent_agy.errors import StateDirError
 
 __all__ = ["RunningAgy", "list_running", "now", "owner_uid", "recorded", "stop_running"]
 

@@ -26,14 +26,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Self
 
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import StateDirError
 
 __all__ = [
     "STATE_DIR_ENV",
     "XDG_STATE_ENV",
     "AgyRecord",
     "SessionStateDir",
-    "StateDirError",
     "default_state_base",
     "state_key",
 ]
@@ -50,23 +49,6 @@ _RECORD_VERSION = 1
 _SAFE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_KEY = 64
-
-
-class StateDirError(AgyError):
-    """A state directory or record cannot be used safely (owner, permissions, format)."""
-
-    def __init__(self, message: str, *, path: Path, remediation: str) -> None:
-        self.path = path
-        self._remediation = remediation
-        super().__init__(message)
-
-    @property
-    def remediation(self) -> str:
-        """What a person can do about it."""
-        return self._remediation
-
-    def __str__(self) -> str:
-        return f"{self.args[0]} ({self.path}). {self._remediation}"
 
 
 def default_state_base() -> Path:

@@ -46,9 +46,9 @@ from omnigent_agy.agy.running import RunningAgy, list_running, now, stop_running
 from omnigent_agy.agy.statedir import default_state_base
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.watchers import Watcher, describe_watchers, watchers
+from omnigent_agy.errors import AgyError, RpcError
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.discovery import pin_if_ours
-from omnigent_agy.rpc.errors import AgyError, RpcError
 from omnigent_agy.rpc.listeners import is_port_owned_by
 
 __all__ = ["AgyStatus", "Sweeper", "acquire_sweeper", "survey", "sweep"]

@@ -42,11 +42,10 @@ from libtmux.exc import LibTmuxException
 from omnigent_agy import TMUX_SOCKET, TMUX_TMPDIR_ENV
 from omnigent_agy.agy.tmux_text import exact_target, format_literal, tmux_argument, typeable
 from omnigent_agy.agy.trampoline import LaunchFile, trampoline_argv, write_launch_file
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import TerminalError
 
 __all__ = [
     "AgyTerminal",
-    "TerminalError",
     "TerminalHost",
     "process_running",
 ]
@@ -58,15 +57,6 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
 _SOCKET = re.compile(r"(?!\.{1,2}\Z)[A-Za-z0-9_.-]{1,64}")
 # Big enough that agy's TUI lays out normally in a detached session.
 _COLUMNS, _ROWS = 200, 50
-
-
-class TerminalError(AgyError):
-    """tmux could not start, find or stop an agy session."""
-
-    @property
-    def remediation(self) -> str:
-        """What a person can do about it."""
-        return "Check that tmux is installed (`omnigent-agy doctor`) and that the session exists."
 
 
 class TerminalHost:

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from omnigent_agy.failure_catalogue import AGY_WORKSPACE_UNREACHABLE
+
 __all__ = [
     "ENTER_FAILED",
     "ENTER_FAILED_CODE",
@@ -44,7 +46,7 @@ _EXEC_FAILED = 127
 #: The trampoline's exit status when it could not change into the folder agy works in.
 ENTER_FAILED = 126
 #: The failure code it prints then (the catalogue's), first on its line.
-ENTER_FAILED_CODE = "agy_workspace_unreachable"
+ENTER_FAILED_CODE = AGY_WORKSPACE_UNREACHABLE.code
 #: What tmux sets in the processes of its panes: a process started with them takes itself for
 #: one inside that tmux client (agy's, or the harness's own terminal).
 TMUX_CLIENT_ENV = frozenset({"TMUX", "TMUX_PANE"})

@@ -29,7 +29,6 @@ import enum
 import fcntl
 import json
 import os
-import shlex
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -40,15 +39,13 @@ from typing import Any, Final
 from omnigent_agy.agy.gemini_home import SETTINGS_FILE
 from omnigent_agy.agy.statedir import write_private_file
 from omnigent_agy.agy.workspace_runs import WorkspaceRuns, changes, workspace_runs
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import TrustFileError
 
 __all__ = [
     "STORE_FILE",
-    "TrustFileError",
     "TrustSource",
     "TrustStore",
     "TrustedBy",
-    "WorkspaceNotTrustedError",
     "WorkspacePattern",
     "WorkspaceTrust",
     "operator_patterns",
@@ -60,35 +57,6 @@ __all__ = [
 STORE_FILE: Final = "trusted-workspaces.json"
 _LOCK_FILE: Final = "trusted-workspaces.lock"
 _SUBTREE: Final = "/**"
-
-
-class TrustFileError(AgyError):
-    """The file of remembered answers cannot be read or written as it is."""
-
-    code = "agy_trust_file_invalid"
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        super().__init__(message)
-        self.path = path
-        self.remediation = (
-            f"Fix or remove {path} (a JSON object; removing it forgets every folder you trusted "
-            "on a card); `omnigent-agy trust` lists what is trusted and why."
-        )
-
-
-class WorkspaceNotTrustedError(AgyError):
-    """agy may not start in this workspace: nobody trusts it and the person did not say yes."""
-
-    code = "agy_workspace_not_trusted"
-
-    def __init__(self, message: str, *, workspace: Path) -> None:
-        super().__init__(message)
-        self.workspace = workspace
-        self.remediation = (
-            "Send a message again and choose “Yes, I trust this folder” if you trust what is in "
-            f"{workspace}, or trust it on the host with `omnigent-agy trust "
-            f"{shlex.quote(str(workspace))}` (or list it under harness.agy-cli.trusted_workspaces)."
-        )
 
 
 class TrustSource(enum.StrEnum):

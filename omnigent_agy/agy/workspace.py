@@ -39,15 +39,17 @@ from typing import Final
 
 import psutil
 
-from omnigent_agy.agy.statedir import SessionStateDir, StateDirError, write_private_file
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.agy.statedir import SessionStateDir, write_private_file
+from omnigent_agy.errors import (
+    StateDirError,
+    WorkspaceHiddenError,
+    WorkspaceUnreachableError,
+)
 
 __all__ = [
     "LINK_RECORD",
     "RUNTIME_DIR_ENV",
     "AgyWorkspace",
-    "WorkspaceHiddenError",
-    "WorkspaceUnreachableError",
     "check_enterable",
     "check_private_dir",
     "is_hidden",
@@ -65,37 +67,6 @@ LINK_RECORD: Final = "workspace-link"
 RUNTIME_DIR_ENV: Final = "XDG_RUNTIME_DIR"
 _LINKS: Final = "workspaces"
 _HIDDEN: Final = "/."
-_REMEDY: Final = (
-    "Run the session on a folder whose path has no hidden folder in it, or give omnigent-agy "
-    "a private folder for its links: set TMPDIR (where `omnigent host` runs; omnigent passes "
-    "no XDG_RUNTIME_DIR to a harness) to a folder of yours, mode 0700, whose path has no '/.' "
-    "in it; then run `omnigent-agy doctor`."
-)
-
-
-class WorkspaceHiddenError(AgyError):
-    """The workspace is in a hidden folder and no safe dot-free link to it can be made."""
-
-    code = "agy_workspace_hidden"
-
-    def __init__(self, message: str, *, workspace: Path) -> None:
-        super().__init__(message)
-        self.workspace = workspace
-        self.remediation = _REMEDY
-
-
-class WorkspaceUnreachableError(AgyError):
-    """The folder agy works in cannot be entered: nothing was started there."""
-
-    code = "agy_workspace_unreachable"
-
-    def __init__(self, message: str, *, folder: Path | str) -> None:
-        super().__init__(message)
-        self.folder = folder
-        self.remediation = (
-            "Check that the folder exists, is a folder and that you can enter it (`ls -ld` "
-            "on it); or start the session on another folder. Then send your message again."
-        )
 
 
 def check_enterable(folder: Path, *, shown: Path | None = None) -> None:

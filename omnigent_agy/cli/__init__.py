@@ -28,8 +28,7 @@ from omnigent_agy.cli import (
     trust,
 )
 from omnigent_agy.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Handler, Subparsers
-from omnigent_agy.onboarding.config import ConfigError
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import AgyError, ConfigError
 
 __all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 

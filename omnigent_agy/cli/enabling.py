@@ -8,17 +8,12 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from omnigent_agy import ENV_PATH, KEY
 from omnigent_agy.cli.common import EXIT_OK, Subparsers, config_path
+from omnigent_agy.errors import AgyNotFoundError
 from omnigent_agy.interactions.hooks import get_plugin_manager, model_aliases
 from omnigent_agy.onboarding.catalog import FAMILY_ALIASES
-from omnigent_agy.onboarding.config import (
-    ENV_ENABLED,
-    ENV_PATH,
-    KEY,
-    AgyConfig,
-    AgyNotFoundError,
-    load_config,
-)
+from omnigent_agy.onboarding.config import ENV_ENABLED, AgyConfig, load_config
 from omnigent_agy.onboarding.config_file import set_enabled
 from omnigent_agy.onboarding.executable import resolve_executable
 

@@ -8,7 +8,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from omnigent_agy.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Subparsers, config_path
-from omnigent_agy.onboarding.config import ConfigError, load_config, parse_duration
+from omnigent_agy.errors import AgyError, ConfigError
+from omnigent_agy.onboarding.config import load_config, parse_duration
 
 if TYPE_CHECKING:
     from omnigent_agy.agy.keep import KeepPolicy
@@ -48,7 +49,6 @@ def _chosen(
 def _remove(chosen: list[tuple[Conversation, str]], *, really: bool) -> tuple[int, int]:
     """Show or remove them; the bytes they took and how many removals failed."""
     from omnigent_agy.agy.retention import forget  # noqa: PLC0415 - as for ps
-    from omnigent_agy.rpc.errors import AgyError  # noqa: PLC0415
 
     total = failed = 0
     for state, reason in chosen:

@@ -31,7 +31,8 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from omnigent_agy.interactions.delivery import GateClaim, GateDelivery, InteractionDeliveryError
+from omnigent_agy.errors import InteractionDeliveryError, PromptUnavailableError, RpcError
+from omnigent_agy.interactions.delivery import GateClaim, GateDelivery
 from omnigent_agy.interactions.gates import (
     ANSWER_FIELDS,
     REFUSALS,
@@ -59,14 +60,12 @@ from omnigent_agy.interactions.prompts import (
     PermissionAnswer,
     PolicyAction,
     PolicyVerdict,
-    PromptUnavailableError,
     QuestionForm,
     answer_problem,
 )
 from omnigent_agy.reading.events import InteractionRequested
 from omnigent_agy.reading.steps import InteractionKind, StepKey
 from omnigent_agy.rpc.endpoint import FollowingClient
-from omnigent_agy.rpc.errors import RpcError
 from omnigent_agy.rpc.whereabouts import Whereabouts
 
 if TYPE_CHECKING:

@@ -19,30 +19,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from omnigent_agy.errors import CsrfError, InteractionDeliveryError, RpcError
 from omnigent_agy.interactions.gates import ANSWER_FIELDS, REFUSALS, Gate, gates_in
 from omnigent_agy.reading.steps import JsonObject, StepKey, int64, obj, seq
 from omnigent_agy.rpc.client import TRANSIENT_CODES
 from omnigent_agy.rpc.endpoint import FollowingClient
-from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError
 from omnigent_agy.rpc.whereabouts import Whereabouts
 
 __all__ = ["GateClaim", "GateDelivery", "InteractionDeliveryError"]
 
 _MAX_DELIVERY_ATTEMPTS: Final = 6  # each one follows a timeout-and-retry or a transient error
-
-
-class InteractionDeliveryError(AgyError):
-    """agy refused an answer while its step was still waiting: the answer's shape is wrong.
-
-    `cause` is agy's error. This is a bug in the plugin (or a changed agy), never something
-    the person did; the step stays WAITING until agy times it out.
-    """
-
-    code = "agy_protocol_error"  # explain.failure_for reads it
-
-    def __init__(self, message: str, *, cause: RpcError | None = None) -> None:
-        super().__init__(message)
-        self.cause = cause
 
 
 @dataclass(eq=False, slots=True)
@@ -180,10 +166,10 @@ class GateDelivery:
                 "step %d stopped waiting while the answer was on its way (%s): looking for "
                 "agy's retry",
                 gate.key.step_index,
-                exc.code.value,
+                exc.connect_code.value,
             )
             return False
-        return exc.code not in TRANSIENT_CODES
+        return exc.connect_code not in TRANSIENT_CODES
 
     async def send(self, gate: Gate, payload: Mapping[str, object]) -> None:
         """One answer to one gate. Never sent twice by the client: after a failure that may

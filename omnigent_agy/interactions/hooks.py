@@ -19,6 +19,7 @@ from typing import cast
 import pluggy
 
 from omnigent_agy import HARNESS_ALIASES, HARNESS_ID, HARNESS_LABEL
+from omnigent_agy.errors import PluginLoadError
 from omnigent_agy.interactions import hookspecs
 from omnigent_agy.interactions.hookspecs import PROJECT, hookimpl
 from omnigent_agy.interactions.hooktypes import (
@@ -28,7 +29,6 @@ from omnigent_agy.interactions.hooktypes import (
     TurnCall,
     TurnDriver,
 )
-from omnigent_agy.rpc.errors import AgyError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -37,7 +37,6 @@ __all__ = [
     "CheckResult",
     "HarnessRegistration",
     "OnboardingCheck",
-    "PluginLoadError",
     "TurnCall",
     "TurnDriver",
     "get_plugin_manager",
@@ -52,10 +51,6 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "omnigent_agy"
-
-
-class PluginLoadError(AgyError):
-    """An ``omnigent_agy`` plugin failed to import or implements an unknown hook."""
 
 
 class BuiltinPlugin:

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from omnigent_agy.errors import InvalidRuleError
 from omnigent_agy.interactions.commandline import split_command
-from omnigent_agy.rpc.errors import AgyError
 
 if TYPE_CHECKING:
     import pluggy
@@ -36,10 +36,6 @@ _logger = logging.getLogger(__name__)
 # Longest command text written to the log: enough to recognise it, short enough that a
 # pasted secret in a long command line is not reproduced whole.
 _LOG_PREVIEW = 160
-
-
-class InvalidRuleError(AgyError):
-    """A permission rule that does not parse; the message names the rule and the fix."""
 
 
 class PermissionMode(enum.StrEnum):

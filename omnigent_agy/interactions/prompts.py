@@ -20,7 +20,6 @@ from typing import Protocol
 
 from omnigent_agy.interactions.policy import PermissionRequest, RequestKind
 from omnigent_agy.reading.steps import Question
-from omnigent_agy.rpc.errors import AgyError
 
 __all__ = [
     "ElicitationAction",
@@ -31,7 +30,6 @@ __all__ = [
     "PermissionCard",
     "PolicyAction",
     "PolicyVerdict",
-    "PromptUnavailableError",
     "QuestionAnswer",
     "QuestionAnswers",
     "QuestionForm",
@@ -40,13 +38,6 @@ __all__ = [
     "answer_problem",
     "describe_options",
 ]
-
-
-class PromptUnavailableError(AgyError):
-    """The host cannot show this prompt (no UI bridge, an unsupported form, …).
-
-    The message says why; the bridge logs it and answers agy with a refusal.
-    """
 
 
 # --- policy ----------------------------------------------------------------------------------

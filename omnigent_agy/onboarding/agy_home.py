@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from omnigent_agy import KEY
 from omnigent_agy.agy.gemini_home import (
     CREDENTIAL_FILES,
     MCP_CONFIG,
@@ -35,28 +36,24 @@ from omnigent_agy.agy.gemini_home import (
     person_gemini_dir,
     seed_gemini_dir,
 )
-from omnigent_agy.agy.gemini_source import SeedError
 from omnigent_agy.agy.mcp_selection import McpSelection
 from omnigent_agy.agy.statedir import SessionStateDir, default_state_base
-from omnigent_agy.agy.trust import TrustFileError, TrustStore, WorkspaceTrust
-from omnigent_agy.agy.workspace import (
-    AgyWorkspace,
-    WorkspaceHiddenError,
-    prepare_workspace,
-    remove_link,
-)
+from omnigent_agy.agy.trust import TrustStore, WorkspaceTrust
+from omnigent_agy.agy.workspace import AgyWorkspace, prepare_workspace, remove_link
 from omnigent_agy.agy.workspace_runs import workspace_runs
-from omnigent_agy.onboarding.checks import CheckResult, Status
-from omnigent_agy.onboarding.config import KEY, AgyConfig
-from omnigent_agy.onboarding.failures import (
+from omnigent_agy.errors import SeedError, TrustFileError, WorkspaceHiddenError
+from omnigent_agy.failure_catalogue import (
     AGY_ONBOARDING_INCOMPLETE,
     AGY_SETTINGS_INVALID,
     AGY_SIGNED_OUT,
+    AGY_STATE_DIR_INVALID,
     AGY_WORKSPACE_UNTRUSTED,
     Failure,
     FailureKind,
     kind_for_code,
 )
+from omnigent_agy.onboarding.checks import CheckResult, Status
+from omnigent_agy.onboarding.config import AgyConfig
 
 __all__ = [
     "API_KEY_ENV",
@@ -243,7 +240,9 @@ def doctor_checks(config: AgyConfig, workspace: Path, env: Mapping[str, str]) ->
     try:
         base = SessionStateDir.open("doctor").path
     except Exception as exc:  # noqa: BLE001 - reported as a line of the report
-        return [CheckResult("agy's folder", Status.FAIL, str(exc), None, "agy_state_dir_invalid")]
+        return [
+            CheckResult("agy's folder", Status.FAIL, str(exc), None, AGY_STATE_DIR_INVALID.code)
+        ]
     scratch = Path(tempfile.mkdtemp(prefix="gemini-", dir=base))
     try:
         where, results = _workspace_check(workspace, base, env)

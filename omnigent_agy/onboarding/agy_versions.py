@@ -20,8 +20,9 @@ import re
 from enum import StrEnum
 from typing import Final
 
+from omnigent_agy import MIN_AGY_VERSION
+
 __all__ = [
-    "MIN_AGY_VERSION",
     "TESTED",
     "TESTED_TEXT",
     "Support",
@@ -33,8 +34,6 @@ __all__ = [
 
 type Version = tuple[int, int, int]
 
-#: agy learned --csrf_token in 1.2.2 (docs/wire.md §1); an older agy answers its port to anyone.
-MIN_AGY_VERSION: Final[Version] = (1, 2, 2)
 #: The (major, minor) lines the plugin is tested with, first and last (both included).
 TESTED: Final = ((1, 2), (1, 5))
 TESTED_TEXT: Final = f"{TESTED[0][0]}.{TESTED[0][1]}.x to {TESTED[1][0]}.{TESTED[1][1]}.x"

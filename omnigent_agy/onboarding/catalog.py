@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import InvalidEffortError, UnknownModelError
 
 _logger = logging.getLogger(__name__)
 
@@ -37,20 +37,6 @@ FAMILY_ALIASES: dict[str, tuple[str, ...]] = {
     "gpt-oss": ("gpt", "oss"),
 }
 _ALIAS_DEPTH = 8
-
-
-class UnknownModelError(AgyError):
-    """The requested model is not one agy offers; the message lists the valid names."""
-
-    code = "agy_model_unknown"
-
-    def __init__(self, message: str, *, valid_names: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.valid_names = valid_names
-
-
-class InvalidEffortError(AgyError):
-    code = "agy_effort_invalid"
 
 
 def slug(name: str) -> str:

@@ -3,14 +3,14 @@
 Each check returns a :class:`CheckResult`. They are public one by one because the
 executor's pre-flight (``omnigent_agy.onboarding.doctor.preflight``) runs some of the same
 checks and turns the first failure into a
-:class:`~omnigent_agy.onboarding.failures.Failure` (``CheckResult.code`` names it), so the
+:class:`~omnigent_agy.failure_catalogue.Failure` (``CheckResult.code`` names it), so the
 doctor and the error card never disagree.
 
 Every check tolerates a missing, broken or hanging agy: subprocesses run without a terminal,
 with a timeout, in their own process group, which is killed whole on timeout. agy's output
 is never shown verbatim: ``agy models`` is only counted (in any of its forms,
 :mod:`~omnigent_agy.onboarding.agy_models`), and any line quoted from a failing
-program is scrubbed (``onboarding.scrub``), so no token reaches a terminal or a log.
+program is scrubbed (``failure_catalogue.scrub``), so no token reaches a terminal or a log.
 """
 
 from __future__ import annotations
@@ -28,7 +28,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from omnigent_agy import KEY, MIN_AGY_VERSION
 from omnigent_agy.agy.trampoline import TMUX_CLIENT_ENV
+from omnigent_agy.errors import AgyNotFoundError, ConfigError
+from omnigent_agy.failure_catalogue import (
+    AGY_LAUNCH_FAILED,
+    AGY_TMUX_FAILED,
+    Failure,
+    scrub,
+    signed_out_failure,
+    too_old_failure,
+)
 from omnigent_agy.onboarding.agy_models import ModelsListing, parse_models_output
 from omnigent_agy.onboarding.agy_versions import (
     TESTED_TEXT,
@@ -37,24 +47,8 @@ from omnigent_agy.onboarding.agy_versions import (
     support,
     untested_warning,
 )
-from omnigent_agy.onboarding.config import (
-    ENV_ENABLED,
-    KEY,
-    AgyConfig,
-    AgyNotFoundError,
-    ConfigError,
-    load_config,
-)
+from omnigent_agy.onboarding.config import ENV_ENABLED, AgyConfig, load_config
 from omnigent_agy.onboarding.executable import installer_bin, named_executable, resolve_executable
-from omnigent_agy.onboarding.failures import (
-    AGY_LAUNCH_FAILED,
-    AGY_TMUX_FAILED,
-    MIN_AGY_VERSION,
-    Failure,
-    signed_out_failure,
-    too_old_failure,
-)
-from omnigent_agy.onboarding.scrub import scrub
 
 __all__ = [
     "AgyVersionCheck",
@@ -180,7 +174,7 @@ def check_agy_on_path(config: AgyConfig, env: Mapping[str, str] | None = None) -
             Status.FAIL,
             str(exc.args[0]).removesuffix(f". {exc.remediation}"),
             exc.remediation,
-            AgyNotFoundError.code,
+            exc.code,
         )
     return CheckResult(
         "agy executable",

@@ -20,31 +20,22 @@ from pathlib import Path
 
 import yaml
 
-from omnigent_agy import HARNESS_ID
+from omnigent_agy import ENV_PATH, HARNESS_ID, KEY
 from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
 from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.agy.mcp_selection import McpSelection
 from omnigent_agy.agy.statedir import STATE_DIR_ENV
 from omnigent_agy.agy.trust import WorkspacePattern, operator_patterns
-from omnigent_agy.interactions.policy import (
-    InvalidRuleError,
-    PermissionMode,
-    PermissionPolicy,
-    Rule,
-    parse_rule,
-)
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import ConfigError, InvalidRuleError
+from omnigent_agy.interactions.policy import PermissionMode, PermissionPolicy, Rule, parse_rule
 
 ENV_ENABLED = "OMNIGENT_AGY_CLI_ENABLED"
-# The same name omnigent derives for a harness binary override (OMNIGENT_<ID>_PATH).
-ENV_PATH = "OMNIGENT_AGY_CLI_PATH"
 ENV_CONFIG_HOME = "OMNIGENT_CONFIG_HOME"
 ENV_IDLE_STOP_AFTER = "OMNIGENT_AGY_CLI_IDLE_STOP_AFTER"
 ENV_MAX_KEPT = "OMNIGENT_AGY_CLI_MAX_KEPT"
 ENV_RETENTION = "OMNIGENT_AGY_CLI_RETENTION"
 # Folders added to harness.agy-cli.trusted_workspaces, separated by os.pathsep.
 ENV_TRUSTED_WORKSPACES = "OMNIGENT_AGY_TRUSTED_WORKSPACES"
-KEY = f"harness.{HARNESS_ID}"
 _KNOWN_KEYS = (
     "enabled",
     "command",
@@ -63,28 +54,6 @@ _KNOWN_KEYS = (
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _TMUX_SOCKET = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _PERMISSION_KEYS = ("mode", "allow", "deny")
-
-
-class ConfigError(AgyError):
-    """The user's configuration cannot be used; the message names the key and the fix."""
-
-    code = "agy_config_invalid"
-
-    def __init__(self, message: str, *, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
-
-
-class AgyNotFoundError(AgyError):
-    """The agy executable cannot be found; ``remediation`` says how to provide it."""
-
-    code = "agy_not_installed"
-
-    def __init__(self, message: str, *, remediation: str, looked_last: Path | None = None) -> None:
-        super().__init__(f"{message}. {remediation}")
-        self.remediation = remediation
-        self.looked_last = looked_last
-        """The absolute path checked last (for a name: where agy's installer would put it)."""
 
 
 @dataclass(frozen=True, slots=True)

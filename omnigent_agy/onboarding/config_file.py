@@ -11,8 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from omnigent_agy import HARNESS_ID
-from omnigent_agy.onboarding.config import KEY, ConfigError, read_config_file
+from omnigent_agy import HARNESS_ID, KEY
+from omnigent_agy.errors import ConfigError
+from omnigent_agy.onboarding.config import read_config_file
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ converted here to a report line.
 
 :func:`preflight` is what the executor runs before its first turn: the subset of checks
 without which no turn can work, the first failure returned as a
-:class:`~omnigent_agy.onboarding.failures.Failure` with the same code the doctor shows.
+:class:`~omnigent_agy.failure_catalogue.Failure` with the same code the doctor shows.
 """
 
 from __future__ import annotations
@@ -22,7 +22,16 @@ from pathlib import Path
 
 import pluggy
 
-from omnigent_agy.interactions.hooks import PluginLoadError, get_plugin_manager, onboarding_checks
+from omnigent_agy.errors import ConfigError, PluginLoadError
+from omnigent_agy.failure_catalogue import (
+    AGY_CONFIG_INVALID,
+    AGY_LAUNCH_FAILED,
+    AGY_PLUGIN_FAILED,
+    Failure,
+    kind_for_code,
+    scrub,
+)
+from omnigent_agy.interactions.hooks import get_plugin_manager, onboarding_checks
 from omnigent_agy.onboarding.agy_home import doctor_checks
 from omnigent_agy.onboarding.checks import (
     CheckResult,
@@ -37,18 +46,10 @@ from omnigent_agy.onboarding.checks import (
     parse_version,
     read_agy_version,
 )
-from omnigent_agy.onboarding.config import AgyConfig, ConfigError, load_config
+from omnigent_agy.onboarding.config import AgyConfig, load_config
 from omnigent_agy.onboarding.executable import resolve_executable
-from omnigent_agy.onboarding.failures import (
-    AGY_CONFIG_INVALID,
-    AGY_LAUNCH_FAILED,
-    AGY_PLUGIN_FAILED,
-    Failure,
-    kind_for_code,
-)
 from omnigent_agy.onboarding.instructions import check_instructions_file
 from omnigent_agy.onboarding.quota import check_quota
-from omnigent_agy.onboarding.scrub import scrub
 
 __all__ = [
     "CheckResult",

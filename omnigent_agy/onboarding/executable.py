@@ -9,16 +9,11 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from omnigent_agy.onboarding.config import (
-    ENV_PATH,
-    KEY,
-    AgyConfig,
-    AgyNotFoundError,
-    check_not_relative,
-)
+from omnigent_agy import ENV_PATH, INSTALL_HINT, KEY
+from omnigent_agy.errors import AgyNotFoundError
+from omnigent_agy.onboarding.config import AgyConfig, check_not_relative
 
 DEFAULT_EXECUTABLE = "agy"
-INSTALL_HINT = "curl -fsSL https://antigravity.google/cli/install.sh | bash"
 
 
 def named_executable(config: AgyConfig, env: Mapping[str, str]) -> tuple[str, str]:

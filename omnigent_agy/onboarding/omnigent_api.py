@@ -14,23 +14,13 @@ from typing import Any, Final
 
 import httpx
 
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import OmnigentApiError
 
 __all__ = ["DEFAULT_SERVER", "OmnigentApi", "OmnigentApiError"]
 
 #: Where `omnigent server` (and `omnigent start`'s local server) listens by default.
 DEFAULT_SERVER: Final = "http://127.0.0.1:6767"
 _BATCH: Final = 100  # omnigent takes at most 100 events per POST
-
-
-class OmnigentApiError(AgyError):
-    """omnigent's server cannot be reached, or refused a call; ``down`` when unreachable."""
-
-    code = "agy_omnigent_unreachable"
-
-    def __init__(self, message: str, *, down: bool = False) -> None:
-        self.down = down
-        super().__init__(message)
 
 
 class OmnigentApi:

@@ -13,7 +13,7 @@ person sees where they are; agy keeps the history itself, and only the newest me
 turn is ever sent (docs/decisions.md §3), so nothing reaches agy twice.
 
 Each function returns the exit status and the lines to print; a failure is a coded `Failure`
-(onboarding/failures.py) with what to do.
+(failure_catalogue.py) with what to do.
 """
 
 from __future__ import annotations
@@ -28,9 +28,7 @@ from pathlib import Path
 
 from omnigent_agy import TMUX_SOCKET, TMUX_SOCKET_ENV
 from omnigent_agy.agy.conversations import (
-    ConversationStoreError,
     ConversationSummary,
-    ConversationUnknownError,
     copy_conversation,
     find_conversation,
     read_conversations,
@@ -38,18 +36,24 @@ from omnigent_agy.agy.conversations import (
 from omnigent_agy.agy.gemini_home import person_gemini_dir
 from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.running import list_running
-from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, StateDirError
-from omnigent_agy.agy.trust import TrustFileError
-from omnigent_agy.onboarding.agy_home import workspace_trust
-from omnigent_agy.onboarding.config import AgyConfig
-from omnigent_agy.onboarding.failures import (
+from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
+from omnigent_agy.errors import (
+    ConversationStoreError,
+    ConversationUnknownError,
+    OmnigentApiError,
+    StateDirError,
+    TrustFileError,
+)
+from omnigent_agy.failure_catalogue import (
     AGY_CONVERSATION_UNKNOWN,
     AGY_CONVERSATIONS_UNREADABLE,
     AGY_OMNIGENT_UNREACHABLE,
     AGY_STATE_DIR_INVALID,
     Failure,
 )
-from omnigent_agy.onboarding.omnigent_api import OmnigentApi, OmnigentApiError
+from omnigent_agy.onboarding.agy_home import workspace_trust
+from omnigent_agy.onboarding.config import AgyConfig
+from omnigent_agy.onboarding.omnigent_api import OmnigentApi
 
 __all__ = ["OpenRequest", "history_note", "list_conversations", "open_conversation"]
 

@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import Final
 
 from omnigent_agy.agy.running import RunningAgy, list_running
+from omnigent_agy.errors import AgyError
+from omnigent_agy.failure_catalogue import Failure, quota_exhausted_failure, scrub
 from omnigent_agy.onboarding.checks import CheckResult, Status
-from omnigent_agy.onboarding.failures import Failure, quota_exhausted_failure
-from omnigent_agy.onboarding.scrub import scrub
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.discovery import pin_if_ours
-from omnigent_agy.rpc.errors import AgyError
 from omnigent_agy.rpc.listeners import is_port_owned_by
 from omnigent_agy.rpc.quota import (
     AccountQuota,

@@ -12,13 +12,15 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from omnigent_agy import KEY
 from omnigent_agy.agy.gemini_home import SETTINGS_FILE
 from omnigent_agy.agy.running import list_running
 from omnigent_agy.agy.shown import visible
-from omnigent_agy.agy.trust import TrustFileError, same_folder
+from omnigent_agy.agy.trust import same_folder
 from omnigent_agy.agy.workspace_runs import WorkspaceRuns, workspace_runs
+from omnigent_agy.errors import TrustFileError
 from omnigent_agy.onboarding.agy_home import workspace_trust
-from omnigent_agy.onboarding.config import ENV_TRUSTED_WORKSPACES, KEY, AgyConfig
+from omnigent_agy.onboarding.config import ENV_TRUSTED_WORKSPACES, AgyConfig
 
 __all__ = ["forget_folder", "list_trusted", "runs_lines", "trust_folder"]
 

@@ -16,12 +16,11 @@ import time
 from typing import Final
 
 from omnigent_agy.agy.launcher import CONVERSATION_FLAG
-from omnigent_agy.probe.facts import Finding, ProbeError, Verdict
+from omnigent_agy.errors import AgyError, DiscoveryError, ProbeError, RpcError
+from omnigent_agy.probe.facts import Finding, Verdict
 from omnigent_agy.probe.scratch import ProbeAgy, Started
 from omnigent_agy.reading.rotation import RotationWatch
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
-from omnigent_agy.rpc.discovery import DiscoveryError
-from omnigent_agy.rpc.errors import AgyError, RpcError
 
 __all__ = ["check_clear", "check_resume"]
 

@@ -20,23 +20,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from omnigent_agy.rpc.errors import AgyError
-
 __all__ = [
     "ELSEWHERE",
     "FIELDS",
     "Finding",
-    "ProbeError",
     "Seen",
     "Verdict",
     "WireField",
     "fields_of",
 ]
-
-
-class ProbeError(AgyError):
-    """The probe cannot go on (no scratch folder, agy never answered, a recording that would
-    leak); the message says what to do."""
 
 
 class Verdict(StrEnum):

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from omnigent_agy.errors import RpcError
 from omnigent_agy.interactions.gates import (
     ANSWER_FIELDS,
     REFUSALS,
@@ -38,7 +39,6 @@ from omnigent_agy.reading.steps import (
     step_status,
     step_type,
 )
-from omnigent_agy.rpc.errors import RpcError
 
 __all__ = ["check_command", "check_deny", "check_question"]
 

@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import unquote, urlparse
 
-from omnigent_agy.probe.facts import Finding, ProbeError, Verdict
+from omnigent_agy.errors import AgyError, DiscoveryError, ProbeError, RpcError
+from omnigent_agy.probe.facts import Finding, Verdict
 from omnigent_agy.probe.scratch import ProbeAgy, Started
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
-from omnigent_agy.rpc.discovery import DiscoveryError
-from omnigent_agy.rpc.errors import AgyError, RpcError
 
 __all__ = ["IGNORED_LINE", "WorkspaceSeen", "check_hidden_workspace", "judge_hidden", "judge_link"]
 

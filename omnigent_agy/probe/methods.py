@@ -12,6 +12,7 @@ import contextlib
 import uuid
 from dataclasses import dataclass
 
+from omnigent_agy.errors import AgyError, RpcError
 from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel
 from omnigent_agy.probe.facts import Finding, Seen, Verdict
 from omnigent_agy.probe.observations import Observations
@@ -19,7 +20,6 @@ from omnigent_agy.probe.transport import raw_call
 from omnigent_agy.reading.rotation import root_cascades, tui_cascade
 from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.errors import AgyError, RpcError
 from omnigent_agy.rpc.quota import (
     QUOTA_METHOD,
     USER_STATUS_METHOD,
@@ -183,7 +183,7 @@ async def check_retired(client: RpcClient) -> Finding:
         await client.call("GetCascadeId", {})
         seen.append("GetCascadeId: answers")
     except RpcError as exc:
-        seen.append(f"GetCascadeId: {exc.http_status or exc.code.value}")
+        seen.append(f"GetCascadeId: {exc.http_status or exc.connect_code.value}")
     retired = all(not line.endswith(": answers") for line in seen)
     return Finding(
         "retired methods",
@@ -203,7 +203,7 @@ async def check_quota(client: RpcClient, observations: Observations) -> list[Fin
     try:
         answer = await client.retrieve_user_quota_summary()
     except RpcError as exc:
-        seen = f"{exc.http_status or exc.code.value}: the plugin shows quota unknown"
+        seen = f"{exc.http_status or exc.connect_code.value}: the plugin shows quota unknown"
         findings.append(Finding(fact, Verdict.FAIL, expected, seen, "§9"))
     else:
         observations.add(Seen.QUOTA, QUOTA_METHOD, answer)
@@ -221,7 +221,7 @@ async def check_quota(client: RpcClient, observations: Observations) -> list[Fin
     try:
         status = await client.get_user_status()
     except RpcError as exc:
-        seen = f"{exc.http_status or exc.code.value}: the plugin shows the plan unknown"
+        seen = f"{exc.http_status or exc.connect_code.value}: the plugin shows the plan unknown"
         findings.append(Finding(fact, Verdict.FAIL, expected, seen, "§9"))
         return findings
     observations.add(Seen.USER_STATUS, USER_STATUS_METHOD, status)

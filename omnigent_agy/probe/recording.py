@@ -30,21 +30,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from omnigent_agy.probe.facts import Finding, ProbeError
+from omnigent_agy.errors import RecordingLeakError, RpcError
+from omnigent_agy.probe.facts import Finding
 from omnigent_agy.probe.held import account_values
 from omnigent_agy.probe.redact import Redactor, account_shape, leaks
 from omnigent_agy.reading.steps import obj, step_status
-from omnigent_agy.rpc.errors import RpcError
 
 __all__ = ["ACCOUNT_METHODS", "FORMAT", "Recorder", "RecordingLeakError"]
 
 FORMAT: Final = 1
 # Answers about the person's account: only their shape is kept.
 ACCOUNT_METHODS: Final = frozenset({"GetUserStatus"})
-
-
-class RecordingLeakError(ProbeError):
-    """The written recording still held something private; it was removed."""
 
 
 @dataclass(slots=True)
@@ -96,7 +92,7 @@ class Recorder:
             entry["answer"] = self._redactor.value(shown)
         if error is not None:
             entry["error"] = {
-                "code": error.code.value,
+                "code": error.connect_code.value,
                 "message": self._redactor.text(error.message),
                 "httpStatus": error.http_status,
             }

@@ -18,18 +18,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from omnigent_agy.agy.gemini_home import person_gemini_dir
+from omnigent_agy.errors import (
+    AgyError,
+    AgyNotFoundError,
+    DiscoveryError,
+    ProbeError,
+    RecordingLeakError,
+    RpcError,
+)
 from omnigent_agy.onboarding.agy_versions import TESTED_TEXT
 from omnigent_agy.onboarding.checks import CheckResult, Status, read_agy_version
-from omnigent_agy.onboarding.config import AgyConfig, AgyNotFoundError
+from omnigent_agy.onboarding.config import AgyConfig
 from omnigent_agy.onboarding.executable import resolve_executable
 from omnigent_agy.probe import extras, identity, methods, transport, unconfirmed
 from omnigent_agy.probe.changelog import read_changelog
-from omnigent_agy.probe.facts import Finding, ProbeError, Seen, Verdict
+from omnigent_agy.probe.facts import Finding, Seen, Verdict
 from omnigent_agy.probe.gate_checks import check_command, check_deny, check_question
 from omnigent_agy.probe.held import held_values
 from omnigent_agy.probe.hidden import check_hidden_workspace
 from omnigent_agy.probe.observations import Observations
-from omnigent_agy.probe.recording import Recorder, RecordingLeakError
+from omnigent_agy.probe.recording import Recorder
 from omnigent_agy.probe.redact import Redactor
 from omnigent_agy.probe.scratch import ProbeAgy, Scratch, Started
 from omnigent_agy.probe.subagent_checks import check_subagent_gate
@@ -42,8 +50,6 @@ from omnigent_agy.probe.turn_checks import (
     stream_start,
 )
 from omnigent_agy.probe.turns import Conversation, RecordingClient
-from omnigent_agy.rpc.discovery import DiscoveryError
-from omnigent_agy.rpc.errors import AgyError, RpcError
 
 __all__ = ["ProbeReport", "ProbeSettings", "run_probe"]
 

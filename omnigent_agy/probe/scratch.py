@@ -24,10 +24,11 @@ from omnigent_agy.agy.launcher import AgyLaunchSpec, launch_agy
 from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.errors import ProbeError
 from omnigent_agy.onboarding.agy_home import check_gemini_dir, gemini_seed
 from omnigent_agy.onboarding.checks import CheckResult
 from omnigent_agy.onboarding.config import AgyConfig
-from omnigent_agy.probe.facts import Finding, ProbeError
+from omnigent_agy.probe.facts import Finding
 from omnigent_agy.probe.transport import check_tls
 from omnigent_agy.rpc.agy_log import LogWatcher
 from omnigent_agy.rpc.discovery import pin_if_ours

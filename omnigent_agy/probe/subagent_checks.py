@@ -16,13 +16,13 @@ import asyncio
 import contextlib
 from typing import Any, Final
 
+from omnigent_agy.errors import RpcError
 from omnigent_agy.interactions.gates import Gate, gates_in, permission_payload
 from omnigent_agy.probe.facts import Finding, Verdict
 from omnigent_agy.probe.turn_checks import Context, TurnPlan, after_turn, find
 from omnigent_agy.probe.turns import Turn, turn_wait
 from omnigent_agy.reading.steps import StepType, step_type
 from omnigent_agy.reading.tool_steps import subagent_children
-from omnigent_agy.rpc.errors import RpcError
 
 __all__ = ["check_subagent_gate"]
 

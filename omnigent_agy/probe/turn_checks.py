@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from omnigent_agy.errors import RpcError
 from omnigent_agy.interactions.gates import ANSWER_FIELDS, REFUSALS, gates_in
 from omnigent_agy.probe.facts import Finding, Seen, Verdict
 from omnigent_agy.probe.observations import Observations
@@ -34,7 +35,6 @@ from omnigent_agy.reading.steps import (
     step_type,
     text,
 )
-from omnigent_agy.rpc.errors import RpcError
 
 __all__ = [
     "PLANS",

@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from omnigent_agy.errors import RpcError
 from omnigent_agy.probe.recording import Recorder
 from omnigent_agy.reading.events import Event
 from omnigent_agy.reading.follower import IDLE, Follower
@@ -34,7 +35,6 @@ from omnigent_agy.reading.steps import (
     text,
 )
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.errors import RpcError
 
 __all__ = ["Conversation", "RecordingClient", "Turn"]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Final
 
+from omnigent_agy.errors import RpcError
 from omnigent_agy.probe.facts import Finding, Verdict
 from omnigent_agy.reading.steps import (
     ModelUsage,
@@ -25,7 +26,6 @@ from omnigent_agy.reading.steps import (
     step_type,
 )
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.errors import RpcError
 
 __all__ = [
     "ask_generator_metadata",

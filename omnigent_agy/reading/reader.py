@@ -36,6 +36,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from omnigent_agy.errors import AgyError, AgyExitedError, CsrfError, RpcError, StreamStalled
 from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.follower import Follower
 from omnigent_agy.reading.reader_state import (
@@ -50,9 +51,7 @@ from omnigent_agy.reading.rotation import RotationWatch
 from omnigent_agy.reading.sink import EventSink
 from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.discovery import AgyExitedError
 from omnigent_agy.rpc.endpoint import AgyEndpoint, never_sent
-from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError, StreamStalled
 from omnigent_agy.rpc.whereabouts import Whereabouts
 
 __all__ = [
@@ -227,7 +226,7 @@ class CascadeReader:
                     raise
                 except RpcError as exc:
                     failures += 1
-                    self._set_mode("polling", f"{exc.code}: {exc.message}")
+                    self._set_mode("polling", f"{exc.connect_code}: {exc.message}")
                     client, failures = await self._maybe_new_port(client, failures, exc)
                     self._client = client
                     if started:

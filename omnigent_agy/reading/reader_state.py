@@ -13,10 +13,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from omnigent_agy.errors import AgyError
 from omnigent_agy.reading.events import Event
 from omnigent_agy.reading.mapper_state import MapperState
 from omnigent_agy.reading.steps import ModelUsage, StepKey
-from omnigent_agy.rpc.errors import AgyError
 
 _logger = logging.getLogger("omnigent_agy.reading.reader")
 

@@ -12,9 +12,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from omnigent_agy.errors import CsrfError, RpcError
 from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.errors import CsrfError, RpcError
 
 __all__ = ["RotationWatch", "root_cascades", "tui_cascade", "untouched"]
 

@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any, Final
 
+from omnigent_agy.errors import RelayError
 from omnigent_agy.relay import MAX_LINE
-from omnigent_agy.rpc.errors import AgyError
 
 __all__ = [
     "CANCELLED",
@@ -26,7 +26,6 @@ __all__ = [
     "NO_HARNESS",
     "Abandon",
     "HarnessClient",
-    "RelayError",
 ]
 
 CONNECT_TIMEOUT: Final = 5.0
@@ -40,10 +39,6 @@ NO_HARNESS: Final = (
 
 
 CANCELLED: Final = "the call was cancelled"
-
-
-class RelayError(AgyError):
-    """The harness refused the request, or could not be reached."""
 
 
 class Abandon:

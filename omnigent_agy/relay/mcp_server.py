@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from omnigent_agy import __version__
+from omnigent_agy.errors import RelayError
 from omnigent_agy.relay import RELAY_SERVER
-from omnigent_agy.relay.harness_client import Abandon, HarnessClient, RelayError
+from omnigent_agy.relay.harness_client import Abandon, HarnessClient
 
 __all__ = ["PROTOCOL_VERSIONS", "McpServer", "main"]
 

@@ -25,15 +25,11 @@ import asyncio
 import ssl
 from typing import Final
 
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import NeverSentError
 from omnigent_agy.rpc.pinning import shared_context
 from omnigent_agy.rpc.unary_connection import Answer, Refused, UnaryConnection
 
 __all__ = ["NeverSentError", "UnaryChannel"]
-
-
-class NeverSentError(AgyError, ConnectionError):
-    """The call cannot have reached agy: no connection to it could be made."""
 
 
 class UnaryChannel:

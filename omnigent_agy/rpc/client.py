@@ -11,8 +11,8 @@ import contextlib
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Final
 
+from omnigent_agy.errors import ProtocolError
 from omnigent_agy.rpc.connection import SERVICE, RpcConnection
-from omnigent_agy.rpc.errors import ProtocolError
 from omnigent_agy.rpc.retry import (
     DEFAULT_RETRY,
     IDEMPOTENT_METHODS,

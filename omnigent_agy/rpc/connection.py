@@ -19,7 +19,7 @@ window until every call on it stalls. Closing the stream's own connection tells 
 at once. (An injected httpx ``transport`` carries every call and stream: the tests of
 malformed servers use one.)
 
-Failures surface as :class:`~omnigent_agy.rpc.errors.RpcError` (see its module for the tree);
+Failures surface as :class:`~omnigent_agy.errors.RpcError` (see its module for the tree);
 httpx/h2/ssl/socket errors are translated in one place, `translate.translate_errors`. Only the
 idempotent reads are retried, on transient codes, with jittered backoff (`retry`).
 The typed methods of docs/wire.md §3 are `client.RpcClient`'s.
@@ -38,8 +38,8 @@ from typing import Any, Final, Self
 
 import httpx
 
+from omnigent_agy.errors import AgyError, ProtocolError, RpcError, StreamStalled
 from omnigent_agy.rpc.channel import UnaryChannel
-from omnigent_agy.rpc.errors import AgyError, ProtocolError, RpcError, StreamStalled
 from omnigent_agy.rpc.heap import LARGE_FRAME_BYTES, return_freed_memory
 from omnigent_agy.rpc.loopback import ensure_loopback
 from omnigent_agy.rpc.pinning import client_context

@@ -14,7 +14,8 @@ port later is refused in the TLS handshake. When the conversation id is known,
 ``GetConversationMetadata`` must know it too. agy's plain-HTTP port N+1 fails the TLS
 handshake and is skipped like any other non-RPC listener.
 
-Failures are :class:`DiscoveryError` subclasses, each with a ``remediation``.
+Failures are :class:`~omnigent_agy.errors.DiscoveryError` subclasses, each with a
+``remediation``.
 """
 
 from __future__ import annotations
@@ -29,21 +30,23 @@ from pathlib import Path
 
 import psutil
 
-from omnigent_agy import TMUX_SOCKET
+from omnigent_agy.errors import (
+    AgyExitedError,
+    AgySignedOutError,
+    ConversationNotFoundError,
+    CsrfError,
+    CsrfRejectedError,
+    DiscoveryError,
+    ForeignListenerError,
+    PortNeverOpenedError,
+    RpcError,
+)
 from omnigent_agy.rpc.agy_log import Announcement, LogWatcher
 from omnigent_agy.rpc.client import TRANSIENT_CODES, RetryPolicy, RpcClient
-from omnigent_agy.rpc.errors import AgyError, CsrfError, RpcError
 from omnigent_agy.rpc.listeners import PortOwnership, is_port_owned_by, port_ownership
 from omnigent_agy.rpc.pinning import Pin, fetch_certificate
 
 __all__ = [
-    "AgyExitedError",
-    "AgySignedOutError",
-    "ConversationNotFoundError",
-    "CsrfRejectedError",
-    "DiscoveryError",
-    "ForeignListenerError",
-    "PortNeverOpenedError",
     "discover_pin",
     "is_port_owned_by",
     "pin_if_ours",
@@ -58,86 +61,6 @@ _ONE_TRY = RetryPolicy(attempts=1)
 # How often agy's log is read between two scans of the listeners: reading it costs a read of
 # what was appended; a scan costs 20-80 ms of CPU (docs/performance.md, "Cold start").
 _LOG_POLL_S = 0.025
-_DOCTOR = "`omnigent-agy doctor`"
-
-
-# -- errors ----------------------------------------------------------------------------------
-
-
-class DiscoveryError(AgyError):
-    """agy's language server could not be found or trusted."""
-
-    remediation_text = f"Run {_DOCTOR}."
-
-    def __init__(self, message: str, *, pid: int, log_file: Path | None) -> None:
-        self.pid = pid
-        self.log_file = log_file
-        super().__init__(message)
-
-    @property
-    def remediation(self) -> str:
-        """What a person can do about it."""
-        log = f" agy's log: {self.log_file}." if self.log_file is not None else ""
-        return self.remediation_text + log
-
-    def __str__(self) -> str:
-        return f"{self.args[0]}. {self.remediation}"
-
-
-class AgyExitedError(DiscoveryError):
-    """agy exited before its language server answered."""
-
-    remediation_text = (
-        "Run `agy` in a terminal: it must start and be signed in (it prints what is wrong); "
-        f"then {_DOCTOR}."
-    )
-
-
-class AgySignedOutError(DiscoveryError):
-    """agy never served, and its log says it is not signed in (docs/wire.md §9)."""
-
-    code = "agy_signed_out"
-    remediation_text = (
-        "Run `agy` in a terminal and sign in with your Google account; then retry or run "
-        f"{_DOCTOR}."
-    )
-
-
-class PortNeverOpenedError(DiscoveryError):
-    """No port of agy's process tree answered Heartbeat before the deadline."""
-
-    remediation_text = (
-        "agy is running but its language server never answered. Run `agy` in a terminal to "
-        f"see whether it starts and is signed in, check the version (>= 1.2.2) with {_DOCTOR}."
-    )
-
-
-class ForeignListenerError(DiscoveryError):
-    """The only port in sight (e.g. the one agy's log names) is held by another process."""
-
-    remediation_text = (
-        "omnigent-agy never talks to a port that the agy it started does not own. Another "
-        "program (or user) holds it: stop that program, then retry."
-    )
-
-
-class CsrfRejectedError(DiscoveryError):
-    """agy's own port refused our CSRF token (401/403)."""
-
-    remediation_text = (
-        "agy refused the CSRF token it was started with: it may predate --csrf_token (agy "
-        "< 1.2.2) or have been restarted by hand. Stop that agy (its session on the tmux "
-        f"socket `{TMUX_SOCKET}`) and retry; {_DOCTOR}."
-    )
-
-
-class ConversationNotFoundError(DiscoveryError):
-    """agy answers, but does not know the conversation it should hold."""
-
-    remediation_text = (
-        "agy answered but does not know this conversation (its state may have been reset). "
-        "Start a new conversation, or stop this agy so the next turn starts a fresh one."
-    )
 
 
 # -- probing ---------------------------------------------------------------------------------
@@ -182,7 +105,7 @@ def _classify(exc: RpcError, *, heartbeat_ok: bool) -> Probe:
     # means a connect server is there but not ready; a transport failure (TLS handshake
     # against the plain port N+1, connection refused) or a 404 means not agy's RPC port.
     answered = exc.http_status is not None
-    if answered and exc.code in TRANSIENT_CODES:
+    if answered and exc.connect_code in TRANSIENT_CODES:
         return Probe.STARTING
     if heartbeat_ok:
         return Probe.UNKNOWN_CONVERSATION

@@ -27,9 +27,8 @@ from dataclasses import dataclass
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception
 
-from omnigent_agy.rpc.channel import NeverSentError
+from omnigent_agy.errors import AgyError, Code, CsrfError, NeverSentError, ProtocolError, RpcError
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.errors import AgyError, Code, CsrfError, ProtocolError, RpcError
 from omnigent_agy.rpc.pinning import Pin
 from omnigent_agy.rpc.retry import RetryPolicy, is_transient
 
@@ -239,7 +238,7 @@ class FollowingClient:
         except CsrfError:
             raise
         except RpcError as exc:
-            if exc.code is not Code.UNAVAILABLE and exc.code is not Code.DEADLINE_EXCEEDED:
+            if exc.connect_code not in {Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED}:
                 raise
             if not await self._moved(client, exc):
                 raise
@@ -263,7 +262,9 @@ class FollowingClient:
         try:
             await self.endpoint.relocate(failed.port)
         except AgyError as lookup:
-            _logger.info("agy not found on another port after %s: %s", exc.code.value, lookup)
+            _logger.info(
+                "agy not found on another port after %s: %s", exc.connect_code.value, lookup
+            )
             return False
         return not self._current(failed)
 

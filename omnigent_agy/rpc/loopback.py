@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 
-from omnigent_agy.rpc.errors import NonLoopbackHostError
+from omnigent_agy.errors import NonLoopbackHostError
 
 __all__ = ["ensure_loopback"]
 

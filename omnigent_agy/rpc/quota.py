@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
-from omnigent_agy.rpc.errors import AgyError, Code, RpcError
+from omnigent_agy.errors import AgyError, Code, RpcError
 
 if TYPE_CHECKING:
     from omnigent_agy.rpc.client import RpcClient
@@ -294,10 +294,12 @@ def quota_exhaustion(*texts: str | None) -> QuotaExhaustion | None:
 
 
 def _why(method: str, exc: AgyError) -> str:
-    if isinstance(exc, RpcError) and (exc.http_status == 404 or exc.code is Code.UNIMPLEMENTED):
+    if isinstance(exc, RpcError) and (
+        exc.http_status == 404 or exc.connect_code is Code.UNIMPLEMENTED
+    ):
         return f"this agy does not answer {method} (older than the reports of it)"
     if isinstance(exc, RpcError):
-        return f"{method} failed ({exc.code}): {exc.message}"
+        return f"{method} failed ({exc.connect_code}): {exc.message}"
     return f"{method} failed: {exc}"
 
 

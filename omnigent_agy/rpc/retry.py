@@ -22,7 +22,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from omnigent_agy.rpc.errors import Code, CsrfError, ProtocolError, RpcError
+from omnigent_agy.errors import Code, CsrfError, ProtocolError, RpcError
 
 __all__ = ["DEFAULT_RETRY", "IDEMPOTENT_METHODS", "TRANSIENT_CODES", "RetryPolicy", "is_transient"]
 
@@ -83,7 +83,7 @@ def is_transient(exc: BaseException) -> bool:
     return (
         isinstance(exc, RpcError)
         and not isinstance(exc, CsrfError | ProtocolError)
-        and exc.code in TRANSIENT_CODES
+        and exc.connect_code in TRANSIENT_CODES
     )
 
 

@@ -18,13 +18,7 @@ from typing import Final
 import h2.exceptions
 import httpx
 
-from omnigent_agy.rpc.errors import (
-    Code,
-    CsrfError,
-    ProtocolError,
-    RpcError,
-    code_from_http_status,
-)
+from omnigent_agy.errors import Code, CsrfError, ProtocolError, RpcError, code_from_http_status
 from omnigent_agy.rpc.unary_connection import Answer
 from omnigent_agy.rpc.wire import error_from_json
 
@@ -82,16 +76,17 @@ def error_from_answer(answer: Answer) -> RpcError:
         with contextlib.suppress(ValueError):
             body = json.loads(answer.body)
             if isinstance(body, dict) and ("code" in body or "message" in body):
-                error = error_from_json(body, http_status=status)
-                if "code" not in body:
-                    error.code = code_from_http_status(status)
+                # A body without a code: the status says, as for a body that is not JSON.
+                missing = code_from_http_status(status)
+                error = error_from_json(body, http_status=status, code_missing=missing)
     if error is None:
         text = answer.body[:200].decode("utf-8", "replace").strip()
-        error = RpcError(code_from_http_status(status), text or _reason(status))
-        error.http_status = status
+        error = RpcError(code_from_http_status(status), text or _reason(status), http_status=status)
     if status in (401, 403):
         # The only credential agy checks is the CSRF token (docs/wire.md §1), so these are it.
-        return CsrfError(error.code, error.message, http_status=status, details=error.details)
+        return CsrfError(
+            error.connect_code, error.message, http_status=status, details=error.details
+        )
     return error
 
 

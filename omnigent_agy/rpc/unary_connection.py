@@ -20,7 +20,7 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-from omnigent_agy.rpc.errors import Code, ProtocolError
+from omnigent_agy.errors import Code, ProtocolError
 
 __all__ = ["Answer", "Refused", "UnaryConnection"]
 
@@ -293,4 +293,6 @@ def _error_name(code: int | h2.errors.ErrorCodes | None) -> str:
 
 
 def _too_large(limit: int) -> ProtocolError:
-    return ProtocolError(f"the answer exceeds the {limit}-byte limit", code=Code.RESOURCE_EXHAUSTED)
+    return ProtocolError(
+        f"the answer exceeds the {limit}-byte limit", connect_code=Code.RESOURCE_EXHAUSTED
+    )

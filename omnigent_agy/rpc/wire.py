@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from omnigent_agy.rpc.errors import Code, ProtocolError, RpcError
+from omnigent_agy.errors import Code, ProtocolError, RpcError
 from omnigent_agy.rpc.lazyjson import SCANNER, loads_lazily
 
 __all__ = [
@@ -84,7 +84,7 @@ class EnvelopeDecoder:
 
     ``feed`` returns the frames completed by the bytes so far; ``close`` checks that the
     stream did not stop in the middle of an envelope. Any protocol violation raises
-    :class:`~omnigent_agy.rpc.errors.ProtocolError`; after that the decoder is unusable.
+    :class:`~omnigent_agy.errors.ProtocolError`; after that the decoder is unusable.
 
     ``lazy_array``: the path (keys of nested objects) of an array that, in a payload of
     `LAZY_FRAME_BYTES` or more, is decoded element by element as it is read (`lazyjson`):
@@ -197,7 +197,7 @@ class EnvelopeDecoder:
             # Checked before buffering the payload so a hostile length cannot grow memory.
             raise ProtocolError(
                 f"envelope of {length} bytes exceeds the {self._max_frame_bytes}-byte limit",
-                code=Code.RESOURCE_EXHAUSTED,
+                connect_code=Code.RESOURCE_EXHAUSTED,
             )
         return flags, length
 
@@ -217,18 +217,20 @@ class EnvelopeDecoder:
         )
 
 
-def error_from_json(error: object, *, http_status: int | None = None) -> RpcError:
+def error_from_json(
+    error: object, *, http_status: int | None = None, code_missing: Code = Code.UNKNOWN
+) -> RpcError:
     """The RpcError described by a connect error object ``{"code", "message", "details"}``.
 
     Missing pieces are tolerated: docs/wire.md §3 shows agy answering ``{"error":{"message"}}``
-    without a code.
+    without a code (then ``code_missing``).
     """
     if not isinstance(error, dict):
         return RpcError(Code.UNKNOWN, f"malformed error: {error!r}"[:200], http_status=http_status)
     message = error.get("message")
     details = error.get("details")
     return RpcError(
-        Code.parse(error.get("code")),
+        Code.parse(error.get("code")) if "code" in error else code_missing,
         message if isinstance(message, str) else "",
         http_status=http_status,
         details=details if isinstance(details, list) else (),

@@ -30,6 +30,8 @@ import pluggy
 from omnigent_agy.agy.keep import TurnLease
 from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.sweep import acquire_sweeper
+from omnigent_agy.errors import PreflightError, RpcError, SessionError
+from omnigent_agy.failure_catalogue import AGY_EXITED, AGY_UNREACHABLE
 from omnigent_agy.interactions.bridge import InteractionBridge
 from omnigent_agy.interactions.policy import PermissionPolicy
 from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel
@@ -46,13 +48,7 @@ from omnigent_agy.reading.reader import (
 from omnigent_agy.reading.sink import HandoffSink, release
 from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.errors import RpcError
-from omnigent_agy.session.binding import (
-    AgyBinding,
-    PreflightError,
-    SessionError,
-    SessionSettings,
-)
+from omnigent_agy.session.binding import AgyBinding, SessionSettings
 from omnigent_agy.session.context_meter import with_context_used
 from omnigent_agy.session.held import BridgeFailed, leftovers, open_gates
 from omnigent_agy.session.history import Carried
@@ -315,10 +311,10 @@ class AgySession:
         except TimeoutError:
             agy = self._binding.agy
             if agy is None or not agy.terminal.is_alive():
-                raise SessionError("agy exited during the turn", code="agy_exited") from None
+                raise SessionError("agy exited during the turn", kind=AGY_EXITED) from None
             if not self._binding.reader_ok():
                 raise SessionError(
-                    "the agy reader stopped during the turn", code="agy_unreachable"
+                    "the agy reader stopped during the turn", kind=AGY_UNREACHABLE
                 ) from None
             return None
 

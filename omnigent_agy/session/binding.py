@@ -40,9 +40,10 @@ from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost, process_running
 from omnigent_agy.agy.trust import WorkspaceTrust
+from omnigent_agy.errors import PreflightError, RpcError, SessionError
+from omnigent_agy.failure_catalogue import AGY_UNREACHABLE, Failure
 from omnigent_agy.interactions.hooks import model_aliases
 from omnigent_agy.onboarding.catalog import ModelCatalog
-from omnigent_agy.onboarding.failures import Failure
 from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.reader import CascadeReader, ReaderEvent, ReaderSettings
 from omnigent_agy.reading.rotation import tui_cascade, untouched
@@ -50,7 +51,6 @@ from omnigent_agy.reading.sink import EventSink
 from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.discovery import discover_pin, pin_if_ours
 from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient
-from omnigent_agy.rpc.errors import AgyError, RpcError
 from omnigent_agy.rpc.pinning import Pin
 from omnigent_agy.rpc.whereabouts import Whereabouts
 from omnigent_agy.session.cold_start import launch_checked
@@ -68,23 +68,6 @@ _logger = logging.getLogger(__name__)
 # and a turn failed for that is lost. Waiting costs nothing when agy answers sooner, and an
 # agy that exited ends the look at once.
 _FIND_AGAIN_S = 30.0
-
-
-class SessionError(AgyError):
-    """A turn cannot run: agy is gone, the conversation is lost, … (`failures` maps it by
-    `code`)."""
-
-    def __init__(self, message: str, *, code: str = "agy_internal") -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class PreflightError(SessionError):
-    """agy cannot be started as it is (missing, too old, signed out): says what to do."""
-
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.message, code=failure.code)
-        self.failure = failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +237,7 @@ class AgyBinding:
         self._reader.start()
         ready = await asyncio.to_thread(self._reader.wait_ready, self.settings.ready_timeout)
         if not ready:
-            raise SessionError("agy's conversation stream never answered", code="agy_unreachable")
+            raise SessionError("agy's conversation stream never answered", kind=AGY_UNREACHABLE)
         return agy
 
     def _still_running(self, agy: AgyProcess) -> bool:

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Final
 
+from omnigent_agy.errors import AgyError
 from omnigent_agy.reading.context import estimated_context
 from omnigent_agy.rpc.endpoint import FollowingClient
-from omnigent_agy.rpc.errors import AgyError
 from omnigent_agy.session.turns import TurnResult
 
 __all__ = ["ASK_TIMEOUT", "with_context_used"]

@@ -19,16 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from omnigent_agy.agy.statedir import write_private_file
-from omnigent_agy.rpc.errors import AgyError
+from omnigent_agy.errors import MessageError
 
 _DATA_URL = re.compile(r"^data:(?P<mime>[\w.+-]+/[\w.+-]+)?(?:;[^,]*)?;base64,(?P<data>.*)$", re.S)
 MAX_ATTACHMENT_BYTES = 32 * 1024 * 1024
-
-
-class MessageError(AgyError, ValueError):
-    """The user message cannot be sent as it is (told to the person, nothing is lost)."""
-
-    code = "agy_message_unsupported"  # explain.failure_for reads it
 
 
 @dataclass(frozen=True, slots=True)

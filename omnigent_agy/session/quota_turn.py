@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from omnigent_agy.errors import AgyError
 from omnigent_agy.onboarding.quota import quota_failure
 from omnigent_agy.rpc.endpoint import FollowingClient
-from omnigent_agy.rpc.errors import AgyError
 from omnigent_agy.rpc.quota import AccountQuota, quota_exhaustion, read_account_quota
 from omnigent_agy.session.turns import TurnResult
 

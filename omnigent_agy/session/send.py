@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 
+from omnigent_agy.errors import ProtocolError, RpcError
 from omnigent_agy.reading.steps import JsonObject, StepType, obj
 from omnigent_agy.rpc.client import TRANSIENT_CODES
 from omnigent_agy.rpc.endpoint import FollowingClient
-from omnigent_agy.rpc.errors import ProtocolError, RpcError
 
 __all__ = ["cascade_summaries", "send_once", "step_count"]
 
@@ -49,7 +49,7 @@ async def send_once(
                 resend_safe=False,
             )
         except RpcError as exc:
-            lost = exc.code in TRANSIENT_CODES or isinstance(exc, ProtocolError)
+            lost = exc.connect_code in TRANSIENT_CODES or isinstance(exc, ProtocolError)
             if attempt or not lost:
                 raise  # agy refused the message itself: say so
             if await _arrived(client, cascade, text, since):

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Protocol
 
+from omnigent_agy.errors import AgyError
 from omnigent_agy.reading.events import (
     AssistantMessage,
     Event,
@@ -42,7 +43,6 @@ from omnigent_agy.reading.mapper import map_step
 from omnigent_agy.reading.mapper_state import MapperState
 from omnigent_agy.reading.steps import is_settled
 from omnigent_agy.rpc.endpoint import FollowingClient
-from omnigent_agy.rpc.errors import AgyError
 from omnigent_agy.session.workspace_gate import WorkspaceGate, person_view
 
 __all__ = [

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from omnigent_agy.failure_catalogue import Failure
 from omnigent_agy.interactions.prompts import HostPrompts
-from omnigent_agy.onboarding.failures import Failure
 from omnigent_agy.reading.events import (
     AssistantMessage,
     ErrorReported,

@@ -20,12 +20,11 @@ from typing import Any, Final
 from urllib.parse import unquote, urlparse
 
 from omnigent_agy.agy.workspace import AgyWorkspace
+from omnigent_agy.errors import RpcError, WorkspaceIgnoredError
 from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.endpoint import FollowingClient
-from omnigent_agy.rpc.errors import AgyError, RpcError
 
 __all__ = [
-    "WorkspaceIgnoredError",
     "check_workspace",
     "hidden_line",
     "ignored_workspace",
@@ -37,22 +36,6 @@ _HIDDEN_LINE: Final = re.compile(r"failed to add project resource folder .*is hi
 _GLOG_HEADER: Final = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]\s]+\] ")
 # The line comes at start-up: the head of the log is enough, however long agy has run.
 _LOG_HEAD: Final = 1 << 20
-_REMEDY: Final = (
-    "Nothing was sent to agy, and this conversation's agy was stopped. Open the session on a "
-    "folder whose path has no folder starting with a dot in it (move or clone the project "
-    "there, e.g. outside `.worktrees`); `omnigent-agy doctor` shows agy's version, and "
-    "`omnigent-agy probe` checks whether it takes a linked hidden folder."
-)
-
-
-class WorkspaceIgnoredError(AgyError):
-    """agy works somewhere other than the workspace it was given (see the module doc)."""
-
-    code = "agy_workspace_ignored"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.remediation = _REMEDY
 
 
 async def check_workspace(

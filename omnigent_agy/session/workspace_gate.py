@@ -23,21 +23,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from omnigent_agy.agy.statedir import SessionStateDir
-from omnigent_agy.agy.trust import (
-    TrustedBy,
-    TrustSource,
-    WorkspaceNotTrustedError,
-    WorkspaceTrust,
-    why_asked_again,
-)
+from omnigent_agy.agy.trust import TrustedBy, TrustSource, WorkspaceTrust, why_asked_again
 from omnigent_agy.agy.workspace import AgyWorkspace, prepare_workspace
 from omnigent_agy.agy.workspace_runs import WorkspaceRuns, workspace_runs
-from omnigent_agy.interactions.prompts import (
-    HostPrompts,
-    PromptUnavailableError,
-    TrustAnswer,
-    TrustCard,
-)
+from omnigent_agy.errors import PromptUnavailableError, WorkspaceNotTrustedError
+from omnigent_agy.interactions.prompts import HostPrompts, TrustAnswer, TrustCard
 from omnigent_agy.reading.events import ToolCallFinished, ToolCallStarted
 from omnigent_agy.session.home import AgyHome
 

@@ -27,13 +27,13 @@ from omnigent.inner.executor import (
 )
 
 from omnigent_agy.agy.statedir import SessionStateDir
+from omnigent_agy.errors import SessionError
+from omnigent_agy.failure_catalogue import AGY_EXITED, AGY_MODEL_UNKNOWN, AGY_NOT_INSTALLED
 from omnigent_agy.interactions.hooks import new_plugin_manager
 from omnigent_agy.onboarding.catalog import ModelCatalog
-from omnigent_agy.onboarding.failures import AGY_MODEL_UNKNOWN, AGY_NOT_INSTALLED
 from omnigent_agy.reading import events as ev
 from omnigent_agy.reading.steps import ModelUsage, StepKey
 from omnigent_agy.session.agy_session import PreflightError
-from omnigent_agy.session.binding import SessionError
 from omnigent_agy.session.turns import AgyRestarted, Turn, TurnResult
 
 
@@ -311,7 +311,7 @@ def test_a_failure_the_session_explained_wins(tmp_path: Path) -> None:
 
 def test_errors_of_the_session_reach_the_person_with_a_code(tmp_path: Path) -> None:
     made = executor(tmp_path, [])
-    made._session.raises = SessionError("agy exited during the turn", code="agy_exited")
+    made._session.raises = SessionError("agy exited during the turn", kind=AGY_EXITED)
     (out,) = turn(made)
     assert isinstance(out, ExecutorError)
     assert out.code == "agy_exited"

@@ -17,7 +17,8 @@ from omnigent.host import connect
 from omnigent.inner.agent_env import strip_desktop_session_env
 
 import omnigent_agy
-from omnigent_agy.onboarding.config import ENV_ENABLED, ENV_PATH, load_config
+from omnigent_agy import ENV_PATH
+from omnigent_agy.onboarding.config import ENV_ENABLED, load_config
 from omnigent_agy.onboarding.executable import resolve_executable
 
 PACKAGES = [Path(plugin.__file__).parent, Path(omnigent_agy.__file__).parent]

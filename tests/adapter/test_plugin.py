@@ -25,6 +25,7 @@ from omnigent.onboarding.harness_install import required_cli_for_harness
 from omnigent.onboarding.harness_readiness import harness_is_configured
 from omnigent.util.reasoning_effort import efforts_for_harness
 
+from omnigent_agy import INSTALL_HINT
 from omnigent_agy.interactions import hooks
 from omnigent_agy.interactions.hooks import HarnessRegistration, hookimpl
 from omnigent_agy.onboarding.agent import DATA_HOME_ENV
@@ -32,7 +33,6 @@ from omnigent_agy.onboarding.checks import Status
 from omnigent_agy.onboarding.config import ENV_ENABLED
 from omnigent_agy.onboarding.config_file import set_enabled
 from omnigent_agy.onboarding.doctor import plugin_checks
-from omnigent_agy.onboarding.executable import INSTALL_HINT
 
 AGENT_FOLDER = Path(plugin.__file__).with_name("agent")
 

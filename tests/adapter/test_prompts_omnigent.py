@@ -26,6 +26,7 @@ from omnigent.server.routes._antigravity_elicitation import (
 )
 from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 
+from omnigent_agy.errors import PromptUnavailableError
 from omnigent_agy.interactions.gates import question_payload
 from omnigent_agy.interactions.policy import PermissionRequest, RequestKind
 from omnigent_agy.interactions.prompts import (
@@ -36,7 +37,6 @@ from omnigent_agy.interactions.prompts import (
     PermissionCard,
     PolicyAction,
     PolicyVerdict,
-    PromptUnavailableError,
     QuestionAnswer,
     QuestionAnswers,
     QuestionForm,

@@ -14,7 +14,8 @@ from omnigent.community.harness.agy.prompts import OmnigentPrompts
 from omnigent.community.harness.agy.trust_card import NO_EXIT, YES_TRUST
 from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 
-from omnigent_agy.interactions.prompts import PromptUnavailableError, TrustAnswer, TrustCard
+from omnigent_agy.errors import PromptUnavailableError
+from omnigent_agy.interactions.prompts import TrustAnswer, TrustCard
 
 CARD = TrustCard(
     "/home/me/repo/.worktrees/feature",

@@ -19,12 +19,11 @@ from agy_sim.cascade import Cascade
 from agy_sim.summaries import write_summary
 from omnigent_agy.agy.conversations import (
     SUMMARIES_DB,
-    ConversationStoreError,
-    ConversationUnknownError,
     copy_conversation,
     find_conversation,
     read_conversations,
 )
+from omnigent_agy.errors import ConversationStoreError, ConversationUnknownError
 
 
 def test_agy_sims_list_reads_back(tmp_path: Path) -> None:

@@ -23,8 +23,7 @@ from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.trampoline import ENTER_FAILED, ENTER_FAILED_CODE, write_launch_file
-from omnigent_agy.agy.workspace import WorkspaceUnreachableError
-from omnigent_agy.onboarding.explain import failure_for
+from omnigent_agy.errors import WorkspaceUnreachableError, failure_for
 
 pytestmark = pytest.mark.tmux
 

@@ -16,8 +16,8 @@ from omnigent_agy.agy.gemini_home import (
     seed_gemini_dir,
     sync_sign_in,
 )
-from omnigent_agy.agy.gemini_source import SeedError
 from omnigent_agy.agy.mcp_selection import McpSelection
+from omnigent_agy.errors import SeedError
 
 SERVERS = {
     "github": {"command": "gh-mcp", "args": ["serve"], "env": {"GITHUB_TOKEN": "ghp_secret"}},

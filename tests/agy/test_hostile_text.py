@@ -38,14 +38,8 @@ from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.statedir import SessionStateDir, state_key
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.tmux_text import format_literal, tmux_argument
-from omnigent_agy.agy.workspace import (
-    WorkspaceUnreachableError,
-    check_enterable,
-    is_hidden,
-    prepare_workspace,
-    remove_link,
-)
-from omnigent_agy.onboarding.explain import failure_for
+from omnigent_agy.agy.workspace import check_enterable, is_hidden, prepare_workspace, remove_link
+from omnigent_agy.errors import WorkspaceUnreachableError, failure_for
 
 MARK = "MARK"
 #: Pieces that mean something to tmux, a shell or a terminal; each would create MARK if run.

@@ -28,12 +28,12 @@ from omnigent_agy.agy.launcher import (
     reattach,
     write_agy_settings,
 )
-from omnigent_agy.agy.process import AgyProcess, LaunchError, session_name
-from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, StateDirError
+from omnigent_agy.agy.process import AgyProcess, session_name
+from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.workspace import prepare_workspace
+from omnigent_agy.errors import AgyExitedError, LaunchError, PortNeverOpenedError, StateDirError
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.discovery import AgyExitedError, PortNeverOpenedError
 from omnigent_agy.rpc.listeners import is_port_owned_by
 
 FAKE_AGY = Path(__file__).resolve().parent.parent / "_fake_agy.py"

@@ -38,7 +38,8 @@ from omnigent_agy.agy.retention import (
 from omnigent_agy.agy.running import recorded, stop_running
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.sweep import acquire_sweeper
-from omnigent_agy.onboarding.config import ENV_RETENTION, ConfigError, load_config
+from omnigent_agy.errors import ConfigError
+from omnigent_agy.onboarding.config import ENV_RETENTION, load_config
 
 pytestmark = pytest.mark.tmux
 

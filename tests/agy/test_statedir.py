@@ -12,10 +12,10 @@ from omnigent_agy.agy.statedir import (
     STATE_DIR_ENV,
     AgyRecord,
     SessionStateDir,
-    StateDirError,
     default_state_base,
     state_key,
 )
+from omnigent_agy.errors import StateDirError
 
 TOKEN = "tok-" + "x" * 40
 

@@ -16,7 +16,8 @@ import psutil
 import pytest
 from waiting import wait_until
 
-from omnigent_agy.agy.terminal import AgyTerminal, TerminalError, TerminalHost, process_running
+from omnigent_agy.agy.terminal import AgyTerminal, TerminalHost, process_running
+from omnigent_agy.errors import TerminalError
 
 pytestmark = pytest.mark.tmux
 

@@ -13,7 +13,6 @@ from gemini_home import make_person_gemini
 
 from omnigent_agy.agy.trust import (
     STORE_FILE,
-    TrustFileError,
     TrustSource,
     TrustStore,
     WorkspacePattern,
@@ -22,6 +21,7 @@ from omnigent_agy.agy.trust import (
     why_asked_again,
 )
 from omnigent_agy.agy.workspace_runs import workspace_runs
+from omnigent_agy.errors import TrustFileError
 
 
 @pytest.fixture

@@ -14,13 +14,13 @@ from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.agy.workspace import (
     LINK_RECORD,
     AgyWorkspace,
-    WorkspaceHiddenError,
     is_hidden,
     prepare_workspace,
     private_runtime_folder,
     ready_folder,
     remove_link,
 )
+from omnigent_agy.errors import WorkspaceHiddenError
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from omnigent_agy import cli
+from omnigent_agy import ENV_PATH, cli
 from omnigent_agy.interactions import hooks
 from omnigent_agy.onboarding.agent import DATA_HOME_ENV
-from omnigent_agy.onboarding.config import ENV_ENABLED, ENV_PATH
+from omnigent_agy.onboarding.config import ENV_ENABLED
 
 
 @pytest.fixture

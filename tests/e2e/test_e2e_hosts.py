@@ -25,10 +25,11 @@ from waiting import wait_until
 from agy_sim.stack.homes import HARNESS_ID, HostHome
 from agy_sim.stack.local_stack import LocalStack, agent_name
 from agy_sim.stack.rest import OmnigentClient, RestError
+from omnigent_agy import ENV_PATH
 from omnigent_agy.agy.retention import DELETION_MARKER_FILE
 from omnigent_agy.agy.statedir import state_key
 from omnigent_agy.agy.terminal import TerminalHost
-from omnigent_agy.onboarding.config import ENV_ENABLED, ENV_PATH
+from omnigent_agy.onboarding.config import ENV_ENABLED
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
 

@@ -13,12 +13,12 @@ import pluggy
 import pytest
 from hookplugins import register
 
+from omnigent_agy.errors import PluginLoadError
 from omnigent_agy.interactions import hooks
 from omnigent_agy.interactions.hooks import (
     CheckResult,
     HarnessRegistration,
     OnboardingCheck,
-    PluginLoadError,
     TurnCall,
     harness_registrations,
     hookimpl,

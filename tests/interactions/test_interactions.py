@@ -21,8 +21,8 @@ from hookplugins import register
 from simproc import FAST, Sim, plan_model, sim_launcher
 from waiting import await_until, wait_until
 
+from omnigent_agy.errors import InteractionDeliveryError
 from omnigent_agy.interactions.bridge import InteractionBridge
-from omnigent_agy.interactions.delivery import InteractionDeliveryError
 from omnigent_agy.interactions.gates import (
     elicitation_payload,
     gate_of,

@@ -9,10 +9,10 @@ import pluggy
 import pytest
 from hookplugins import register
 
+from omnigent_agy.errors import InvalidRuleError
 from omnigent_agy.interactions.commandline import split_command
 from omnigent_agy.interactions.hooks import hookimpl, new_plugin_manager
 from omnigent_agy.interactions.policy import (
-    InvalidRuleError,
     PermissionDecision,
     PermissionMode,
     PermissionPolicy,

@@ -11,16 +11,10 @@ from pathlib import Path
 import pytest
 
 from agy_sim.versions import DEFAULT_VERSION, OLDER
-from omnigent_agy.onboarding.agy_versions import (
-    MIN_AGY_VERSION,
-    TESTED_TEXT,
-    Support,
-    support,
-    untested_notice,
-)
+from omnigent_agy import ENV_PATH, MIN_AGY_VERSION
+from omnigent_agy import MIN_AGY_VERSION as FAILURES_MINIMUM
+from omnigent_agy.onboarding.agy_versions import TESTED_TEXT, Support, support, untested_notice
 from omnigent_agy.onboarding.checks import Status, check_agy_version, read_agy_version
-from omnigent_agy.onboarding.config import ENV_PATH
-from omnigent_agy.onboarding.failures import MIN_AGY_VERSION as FAILURES_MINIMUM
 
 AGY_SIM = Path(sys.executable).with_name("agy-sim")
 OMNIGENT_AGY = Path(sys.executable).with_name("omnigent-agy")

@@ -8,13 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from omnigent_agy.onboarding.catalog import (
-    InvalidEffortError,
-    ModelCatalog,
-    UnknownModelError,
-    slug,
-    split_effort,
-)
+from omnigent_agy.errors import InvalidEffortError, UnknownModelError
+from omnigent_agy.onboarding.catalog import ModelCatalog, slug, split_effort
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 PAYLOAD = json.loads((FIXTURES / "catalog" / "get_available_models.json").read_text())

@@ -14,6 +14,7 @@ import yaml
 from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
 from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.agy.statedir import STATE_DIR_ENV
+from omnigent_agy.errors import ConfigError
 from omnigent_agy.interactions.policy import PermissionMode, parse_rule
 from omnigent_agy.onboarding.config import (
     ENV_ENABLED,
@@ -21,7 +22,6 @@ from omnigent_agy.onboarding.config import (
     ENV_MAX_KEPT,
     ENV_TRUSTED_WORKSPACES,
     AgyConfig,
-    ConfigError,
     default_config_path,
     load_config,
     parse_config,

@@ -18,10 +18,11 @@ from gemini_home import make_person_gemini
 from hookplugins import register
 from waiting import wait_until
 
+from omnigent_agy import ENV_PATH
 from omnigent_agy.interactions import hooks
 from omnigent_agy.interactions.hooks import OnboardingCheck, hookimpl
 from omnigent_agy.onboarding.agy_models import ModelsForm, parse_models_output
-from omnigent_agy.onboarding.config import ENV_ENABLED, ENV_PATH, AgyConfig, load_config
+from omnigent_agy.onboarding.config import ENV_ENABLED, AgyConfig, load_config
 from omnigent_agy.onboarding.doctor import (
     CheckResult,
     Status,

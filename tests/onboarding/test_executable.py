@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from omnigent_agy.onboarding.config import (
-    ENV_PATH,
-    AgyConfig,
-    AgyNotFoundError,
-    ConfigError,
-    load_config,
-)
+from omnigent_agy import ENV_PATH
+from omnigent_agy.errors import AgyNotFoundError, ConfigError
+from omnigent_agy.onboarding.config import AgyConfig, load_config
 from omnigent_agy.onboarding.executable import resolve_executable
 
 NO_ENV: dict[str, str] = {}

@@ -1,11 +1,13 @@
-"""Every failure code that can reach omnigent is catalogued and documented.
+"""Every failure code that can reach omnigent is catalogued, documented and spelled once.
 
-A code reaches omnigent (the error card, the doctor's JSON) from a catalogue entry, or from an
-error that names one: ``code = "agy_…"`` on its class or instance, ``code="agy_…"`` passed to
-it, or a ``Failure``/``CheckResult`` built with it. The plugin's code is searched for all of
-those; each code found must be in ``omnigent_agy.onboarding.failures.CATALOGUE`` with a title
-and a remediation, and docs/onboarding.md's table must list exactly the catalogue's codes with
-the same titles. Only ``omnigent_harness_agy/failures.py`` builds an ``ExecutorError``.
+A code reaches omnigent (the error card, the doctor's JSON) from a catalogue entry
+(``omnigent_agy.failure_catalogue``): an error carries its entry as ``kind``, a
+``Failure``/``CheckResult`` is built from an entry's ``code``. No module but the catalogue
+spells a code: the plugin's code is searched for codes given where a code can be given
+(``code = "agy_…"``, ``code="agy_…"``, a ``Failure``/``FailureKind``/``CheckResult`` built
+with one) and for any string that is a catalogue code. Each catalogue entry has a title and a
+remediation, and docs/onboarding.md's table lists exactly the catalogue's codes with the same
+titles. Only ``omnigent_harness_agy/failures.py`` builds an ``ExecutorError``.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import pytest
 from conftest import REPO_ROOT
 from pluginsource import plugin_sources, where
 
+from omnigent_agy.failure_catalogue import CATALOGUE, Failure, FailureKind, kind_for_code
 from omnigent_agy.onboarding.checks import CheckResult
-from omnigent_agy.onboarding.failures import CATALOGUE, Failure, FailureKind, kind_for_code
 
 ONE_BUILDER = REPO_ROOT / "omnigent_harness_agy" / "failures.py"
+THE_CATALOGUE = REPO_ROOT / "omnigent_agy" / "failure_catalogue.py"
+CODES = frozenset(kind.code for kind in CATALOGUE)
 DOCS = REPO_ROOT / "docs" / "onboarding.md"
 # The code's position among the positional arguments of the types that carry one.
 CODE_POSITION = {
@@ -78,6 +82,34 @@ def codes_in(source: str, where: str) -> list[Found]:
     return [Found(code, f"{where}:{line}") for code, line in found if code is not None]
 
 
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def spelled_codes(source: str, where: str) -> list[Found]:
+    """Every string of ``source``'s code (not its docstrings) that is a catalogue code, and
+    every code given where a code can be given."""
+    tree = ast.parse(source)
+    prose = _docstrings(tree)
+    spelled = [
+        Found(node.value, f"{where}:{node.lineno}")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and id(node) not in prose
+        and isinstance(node.value, str)
+        and node.value in CODES
+    ]
+    given = [found for found in codes_in(source, where) if found not in spelled]
+    return sorted(spelled + given, key=lambda found: found.where)
+
+
 def executor_errors_in(source: str, where: str) -> list[str]:
     """Where ``source`` builds an ``ExecutorError``."""
     return [
@@ -95,11 +127,19 @@ def every_code() -> list[Found]:
     ]
 
 
-def test_the_search_reaches_every_kind_of_place_a_code_is_given() -> None:
-    found = {f.code for f in every_code()}
-    # One of each: a class attribute, a keyword, a parameter default, the catalogue itself.
-    assert {"agy_model_unknown", "agy_exited", "agy_internal", "agy_tmux_failed"} <= found
+def test_the_search_reaches_the_catalogue() -> None:
+    assert {f.code for f in every_code()} == CODES
     assert len(plugin_sources()) > 60
+
+
+def test_no_module_but_the_catalogue_spells_a_failure_code() -> None:
+    spelled = [
+        f"{found.where}: {found.code}"
+        for path in plugin_sources().values()
+        if path != THE_CATALOGUE
+        for found in spelled_codes(path.read_text(encoding="utf-8"), where(path))
+    ]
+    assert spelled == []
 
 
 def test_every_code_that_can_reach_omnigent_is_catalogued() -> None:
@@ -152,6 +192,21 @@ def test_only_the_adapter_failures_module_builds_an_executor_error() -> None:
 )
 def test_the_search_finds_a_planted_code(source: str, expected: list[str]) -> None:
     assert [f.code for f in codes_in(source, "planted.py")] == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('TRAMPOLINE_CODE = "agy_workspace_unreachable"\n', ["agy_workspace_unreachable"]),
+        ('log.info("%s", "agy_exited")\n', ["agy_exited"]),
+        ('raise SessionError("agy left", code="agy_gone")\n', ["agy_gone"]),
+        ('def f():\n    """Fails with "agy_exited"."""\n', []),
+        ("TRAMPOLINE_CODE = AGY_WORKSPACE_UNREACHABLE.code\n", []),
+        ('harness = "agy_sim"\n', []),
+    ],
+)
+def test_the_search_finds_a_planted_literal(source: str, expected: list[str]) -> None:
+    assert [f.code for f in spelled_codes(source, "planted.py")] == expected
 
 
 def test_the_search_finds_a_planted_executor_error() -> None:

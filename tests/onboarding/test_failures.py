@@ -15,41 +15,45 @@ from omnigent.community.harness.agy.failures import executor_error_for, to_execu
 from omnigent.inner.executor import ExecutorError
 
 import omnigent_agy
-from omnigent_agy.agy.process import LaunchError
-from omnigent_agy.agy.statedir import StateDirError
-from omnigent_agy.agy.terminal import TerminalError
-from omnigent_agy.interactions.hooks import PluginLoadError
-from omnigent_agy.interactions.policy import InvalidRuleError
-from omnigent_agy.onboarding.catalog import InvalidEffortError, UnknownModelError
-from omnigent_agy.onboarding.config import AgyNotFoundError, ConfigError
-from omnigent_agy.onboarding.explain import failure_for
-from omnigent_agy.onboarding.failures import (
+from omnigent_agy import MIN_AGY_VERSION
+from omnigent_agy.errors import (
+    AgyError,
+    AgyExitedError,
+    AgyNotFoundError,
+    Code,
+    ConfigError,
+    ConversationNotFoundError,
+    CsrfError,
+    CsrfRejectedError,
+    DiscoveryError,
+    ForeignListenerError,
+    InvalidEffortError,
+    InvalidRuleError,
+    LaunchError,
+    NonLoopbackHostError,
+    PluginLoadError,
+    PortNeverOpenedError,
+    ProtocolError,
+    RpcError,
+    StateDirError,
+    StreamStalled,
+    TerminalError,
+    UnknownModelError,
+    failure_for,
+)
+from omnigent_agy.failure_catalogue import (
+    AGY_CONVERSATION_LOST,
+    AGY_EXITED,
+    AGY_INTERNAL,
     CATALOGUE,
-    MIN_AGY_VERSION,
+    REDACTED,
     Failure,
     gave_up_waiting_failure,
     kind_for_code,
     model_error_failure,
+    scrub,
     signed_out_failure,
     too_old_failure,
-)
-from omnigent_agy.onboarding.scrub import REDACTED, scrub
-from omnigent_agy.rpc.discovery import (
-    AgyExitedError,
-    ConversationNotFoundError,
-    CsrfRejectedError,
-    DiscoveryError,
-    ForeignListenerError,
-    PortNeverOpenedError,
-)
-from omnigent_agy.rpc.errors import (
-    AgyError,
-    Code,
-    CsrfError,
-    NonLoopbackHostError,
-    ProtocolError,
-    RpcError,
-    StreamStalled,
 )
 
 # A token as the launcher makes them (secrets.token_urlsafe(32)), fixed so a failure replays.
@@ -188,21 +192,22 @@ def test_remediations_name_a_command() -> None:
     assert len({kind.code for kind in CATALOGUE}) == len(CATALOGUE)
 
 
-# Errors of other modules that map themselves: they set a catalogue ``code`` (per instance)
-# or carry a ``failure``; named as text so this file does not import work in progress.
-MAPPED_BY_THEIR_MODULE = {
-    "omnigent_agy.session.binding.SessionError",  # sets ``code`` where it knows what went wrong
-    "omnigent_agy.session.binding.PreflightError",  # carries the pre-flight's Failure
-    "omnigent_agy.interactions.delivery.InteractionDeliveryError",  # a changed agy: set a code
+# Errors whose class keeps the root's ``agy_internal`` on purpose: they set their entry per
+# error or carry a ``failure``, or never reach a person as a failure.
+MAPPED_PER_ERROR_OR_NEVER_SHOWN = {
+    "omnigent_agy.errors.SessionError",  # given its ``kind`` where it is known what went wrong
+    "omnigent_agy.errors.PreflightError",  # carries the pre-flight's Failure
     # answered to agy as a refusal, never raised
-    "omnigent_agy.interactions.prompts.PromptUnavailableError",
+    "omnigent_agy.errors.PromptUnavailableError",
     # answered to agy as the MCP tool's error, in the relay process agy starts
-    "omnigent_agy.relay.harness_client.RelayError",
+    "omnigent_agy.errors.RelayError",
     # becomes RpcError(UNAVAILABLE) at rpc.translate, the one boundary of the wire layer
-    "omnigent_agy.rpc.channel.NeverSentError",
+    "omnigent_agy.errors.NeverSentError",
     # `omnigent-agy probe`'s own errors, printed by that command; no turn runs the probe
-    "omnigent_agy.probe.facts.ProbeError",
-    "omnigent_agy.probe.recording.RecordingLeakError",
+    "omnigent_agy.errors.ProbeError",
+    "omnigent_agy.errors.RecordingLeakError",
+    # the adapter's, raised while omnigent loads the plugin: no turn runs then
+    "omnigent_agy.errors.ContributionError",
 }
 
 
@@ -219,10 +224,9 @@ def test_every_agy_error_class_in_the_package_is_in_the_table() -> None:
         name = f"{cls.__module__}.{cls.__qualname__}"
         if not cls.__module__.startswith("omnigent_agy") or cls in covered:
             continue
-        code = getattr(cls, "code", None)
-        if not (isinstance(code, str) and kind_for_code(code).code == code):
+        if cls.kind is AGY_INTERNAL:
             missing.append(name)
-    assert sorted(set(missing) - MAPPED_BY_THEIR_MODULE) == []
+    assert sorted(set(missing) - MAPPED_PER_ERROR_OR_NEVER_SHOWN) == []
 
 
 def test_the_exception_remediation_wins_and_the_message_does_not_repeat_it() -> None:
@@ -240,14 +244,14 @@ def test_unknown_model_lists_the_valid_names() -> None:
     assert failure_for(listed).message == "agy has no model 'x'; valid names: a, b"
 
 
-def test_a_code_on_an_error_opts_in() -> None:
+def test_a_kind_on_an_error_opts_in() -> None:
     class SessionGoneError(AgyError):
-        code = "agy_exited"
+        kind = AGY_EXITED
 
     error = AgyError("agy exited during the turn")
-    error.code = "agy_conversation_lost"  # type: ignore[attr-defined]
+    error.kind = AGY_CONVERSATION_LOST
     assert failure_for(SessionGoneError("gone")).code == "agy_exited"
-    assert failure_for(error).code == "agy_conversation_lost"
+    assert (error.code, failure_for(error).code) == ("agy_conversation_lost",) * 2
 
 
 def _heartbeat() -> None:

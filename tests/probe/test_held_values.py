@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from omnigent_agy.errors import RecordingLeakError
 from omnigent_agy.probe.held import held_values
-from omnigent_agy.probe.recording import Recorder, RecordingLeakError
+from omnigent_agy.probe.recording import Recorder
 from omnigent_agy.probe.redact import REDACTED, Redactor, leaks, secret_patterns
 
 # Opaque on purpose: none of them looks like an OAuth token or an e-mail to the generic rules.

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from omnigent_agy.probe.facts import ProbeError, Verdict
+from omnigent_agy.errors import ProbeError
+from omnigent_agy.probe.facts import Verdict
 from omnigent_agy.probe.hidden import WorkspaceSeen, judge_hidden, judge_link
 
 GIVEN = "the folder as given"

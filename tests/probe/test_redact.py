@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from omnigent_agy.errors import Code, RecordingLeakError, RpcError
 from omnigent_agy.probe.facts import Finding, Verdict
-from omnigent_agy.probe.recording import Recorder, RecordingLeakError
+from omnigent_agy.probe.recording import Recorder
 from omnigent_agy.probe.redact import PROJECT, Redactor, account_shape, leaks
-from omnigent_agy.rpc.errors import Code, RpcError
 
 TOKEN = secrets.token_urlsafe(32)
 ACCESS = f"ya29.{secrets.token_hex(20)}"

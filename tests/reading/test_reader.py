@@ -22,6 +22,7 @@ import pytest
 from simproc import FAST, Sim, plan_model, sim_launcher
 from waiting import await_until, wait_until
 
+from omnigent_agy.errors import AgyExitedError
 from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.events import (
     AssistantMessage,
@@ -45,7 +46,7 @@ from omnigent_agy.reading.reader import (
 )
 from omnigent_agy.reading.sink import QueueSink
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.discovery import AgyExitedError, discover_pin
+from omnigent_agy.rpc.discovery import discover_pin
 from omnigent_agy.rpc.endpoint import AgyEndpoint
 from omnigent_agy.rpc.whereabouts import Whereabouts
 

@@ -16,9 +16,9 @@ import pytest
 from _raw_h2 import RawCall, RawH2Server
 from waiting import await_until
 
+from omnigent_agy.errors import Code, ProtocolError, RpcError
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.endpoint import never_sent
-from omnigent_agy.rpc.errors import Code, ProtocolError, RpcError
 
 pytestmark = pytest.mark.anyio
 
@@ -109,7 +109,7 @@ async def test_a_call_agy_may_have_acted_on_fails_unavailable(
     async with RawH2Server(fail) as server, client_of(server) as client:
         with pytest.raises(RpcError) as caught:
             await client.call("StartCascade", {})
-        assert caught.value.code is Code.UNAVAILABLE
+        assert caught.value.connect_code is Code.UNAVAILABLE
         assert not never_sent(caught.value)  # agy took the call: the caller must not resend it
         assert len(server.calls) == 1
         server.handler = echo
@@ -130,7 +130,7 @@ async def test_an_answer_over_the_limit_is_refused() -> None:
     async with RawH2Server(big) as server, client_of(server, max_frame_bytes=1000) as client:
         with pytest.raises(ProtocolError) as caught:
             await client.call("Heartbeat", {})
-        assert caught.value.code is Code.RESOURCE_EXHAUSTED
+        assert caught.value.connect_code is Code.RESOURCE_EXHAUSTED
         server.handler = echo
         assert (await client.call("Heartbeat", {}))["conn"] == 0  # the connection is kept
 
@@ -142,7 +142,7 @@ async def test_a_call_that_times_out_is_reset_on_the_server() -> None:
     ):
         with pytest.raises(RpcError) as caught:
             await client.call("Heartbeat", {})
-        assert caught.value.code is Code.DEADLINE_EXCEEDED
+        assert caught.value.connect_code is Code.DEADLINE_EXCEEDED
         await await_until(
             lambda: server.resets == [server.calls[0].stream_id],
             timeout=5,

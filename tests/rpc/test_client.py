@@ -16,17 +16,17 @@ from _helpers_server import SNAPSHOT_STEPS, STREAM_UPDATES, TOKEN, FakeAgy, fake
 from waiting import await_until
 
 from agy_sim.server import TlsConnectServer
-from omnigent_agy.rpc import retry as retry_module
-from omnigent_agy.rpc.channel import NeverSentError
-from omnigent_agy.rpc.client import RetryPolicy, RpcClient
-from omnigent_agy.rpc.errors import (
+from omnigent_agy.errors import (
     AgyError,
     Code,
     CsrfError,
+    NeverSentError,
     NonLoopbackHostError,
     RpcError,
     StreamStalled,
 )
+from omnigent_agy.rpc import retry as retry_module
+from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.lazyjson import LazyArray
 
 __all__ = ["fake_agy"]  # the fixture is used by name
@@ -131,7 +131,7 @@ async def test_csrf_is_enforced_and_the_error_says_what_to_do(
         with pytest.raises(CsrfError) as caught:
             await client.heartbeat()
     error = caught.value
-    assert (error.http_status, error.code, error.method) == (status, code, "Heartbeat")
+    assert (error.http_status, error.connect_code, error.method) == (status, code, "Heartbeat")
     assert "omnigent-agy doctor" in str(error)
     assert TOKEN not in str(error)
     assert not token or token not in str(error)
@@ -179,7 +179,7 @@ async def test_a_stream_trailer_error_is_raised_after_its_frames(fake_agy: Serve
     assert received == STREAM_UPDATES
     error = caught.value
     assert type(error) is RpcError
-    assert (error.code, error.message) == (Code.FAILED_PRECONDITION, "cascade was cleared")
+    assert (error.connect_code, error.message) == (Code.FAILED_PRECONDITION, "cascade was cleared")
     assert error.method == "StreamAgentStateUpdates"
 
 
@@ -191,7 +191,7 @@ async def test_a_silent_stream_stalls_and_is_closed(fake_agy: Served, conversati
         updates = client.stream_agent_state_updates(conversation, idle_timeout=0.3)
         with pytest.raises(StreamStalled) as caught:
             await collect(updates, received)
-        assert caught.value.code is Code.DEADLINE_EXCEEDED
+        assert caught.value.connect_code is Code.DEADLINE_EXCEEDED
         assert caught.value.method == "StreamAgentStateUpdates"
         assert received == STREAM_UPDATES[: 1 if conversation == "stall-after-one" else 0]
         assert await asyncio.to_thread(agy.stream_closed.wait, 10)  # the server let go too
@@ -279,7 +279,7 @@ async def test_retries_stop_after_the_attempts(fake_agy: Served, backoffs: list[
     async with rpc(server, retry=RetryPolicy(attempts=3)) as client:
         with pytest.raises(RpcError) as caught:
             await client.heartbeat()
-    assert (caught.value.code, caught.value.http_status) == (Code.UNAVAILABLE, 503)
+    assert (caught.value.connect_code, caught.value.http_status) == (Code.UNAVAILABLE, 503)
     assert agy.calls["Heartbeat"] == 3
     assert len(backoffs) == 2
 
@@ -309,7 +309,7 @@ async def test_writes_are_never_retried(
     async with rpc(server) as client:
         with pytest.raises(RpcError) as caught:
             await invoke(client)
-    assert caught.value.code is Code.UNAVAILABLE
+    assert caught.value.connect_code is Code.UNAVAILABLE
     assert agy.calls[method] == 1
     assert backoffs == []
 
@@ -319,7 +319,7 @@ async def test_a_permanent_error_is_not_retried(fake_agy: Served, backoffs: list
     async with rpc(server) as client:
         with pytest.raises(RpcError) as caught:
             await client.get_conversation_metadata("someone-elses")
-    assert (caught.value.code, caught.value.http_status) == (Code.UNKNOWN, 500)
+    assert (caught.value.connect_code, caught.value.http_status) == (Code.UNKNOWN, 500)
     assert caught.value.message == "trajectory not found"
     assert agy.calls["GetConversationMetadata"] == 1
     assert backoffs == []
@@ -330,7 +330,7 @@ async def test_an_unknown_method_is_unimplemented(fake_agy: Served) -> None:
     async with rpc(server) as client:
         with pytest.raises(RpcError) as caught:
             await client.call("GetCascadeId", {})  # does not exist on agy (docs/wire.md §3)
-    assert (caught.value.code, caught.value.http_status) == (Code.UNIMPLEMENTED, 404)
+    assert (caught.value.connect_code, caught.value.http_status) == (Code.UNIMPLEMENTED, 404)
 
 
 async def test_a_slow_answer_is_deadline_exceeded(fake_agy: Served) -> None:
@@ -338,7 +338,7 @@ async def test_a_slow_answer_is_deadline_exceeded(fake_agy: Served) -> None:
     async with rpc(server, timeout=0.3) as client:
         with pytest.raises(RpcError) as caught:
             await client.call("Slow", {})
-    assert caught.value.code is Code.DEADLINE_EXCEEDED
+    assert caught.value.connect_code is Code.DEADLINE_EXCEEDED
     assert isinstance(caught.value.__cause__, TimeoutError)
     assert "within 0.3 s" in caught.value.message
 
@@ -350,7 +350,7 @@ async def test_nothing_listening_is_unavailable_after_retries(backoffs: list[flo
     async with RpcClient(port=port, csrf_token=TOKEN, retry=RetryPolicy(attempts=2)) as client:
         with pytest.raises(RpcError) as caught:
             await client.heartbeat()
-    assert caught.value.code is Code.UNAVAILABLE
+    assert caught.value.connect_code is Code.UNAVAILABLE
     assert caught.value.http_status is None
     assert isinstance(caught.value.__cause__, NeverSentError)
     assert len(backoffs) == 1
@@ -429,7 +429,7 @@ async def test_stop_is_prompt_with_a_stream_open_and_leaves_no_thread() -> None:
                 await collect(updates, [])  # the frames sent before the stop, then the end
     # The stream was cut: either the connection dropped or it ended without a trailer.
     assert not isinstance(caught.value, StreamStalled)
-    assert caught.value.code in (Code.UNAVAILABLE, Code.INTERNAL)
+    assert caught.value.connect_code in (Code.UNAVAILABLE, Code.INTERNAL)
     assert not [t for t in threading.enumerate() if t.name.startswith("tls-connect-server")]
     for port in (server.port, server.plain_port):  # nothing listens there any more
         with socket.socket() as probe:

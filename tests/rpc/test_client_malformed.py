@@ -17,8 +17,8 @@ import h2.exceptions
 import httpx
 import pytest
 
+from omnigent_agy.errors import Code, CsrfError, ProtocolError, RpcError
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
-from omnigent_agy.rpc.errors import Code, CsrfError, ProtocolError, RpcError
 from omnigent_agy.rpc.wire import encode_envelope
 
 pytestmark = pytest.mark.anyio
@@ -142,7 +142,7 @@ async def test_a_malformed_unary_answer_is_a_typed_error(
             await client.heartbeat()
     error = caught.value
     assert type(error) is error_type
-    assert (error.code, error.method) == (code, "Heartbeat")
+    assert (error.connect_code, error.method) == (code, "Heartbeat")
     if status is not None:
         assert error.http_status == status
 
@@ -200,7 +200,7 @@ async def test_a_malformed_stream_is_a_typed_error(
             async for _ in client.stream_agent_state_updates("c"):
                 pass
     assert type(caught.value) is error_type
-    assert (caught.value.code, caught.value.method) == (code, "StreamAgentStateUpdates")
+    assert (caught.value.connect_code, caught.value.method) == (code, "StreamAgentStateUpdates")
 
 
 async def test_an_oversized_frame_is_refused_before_its_payload_is_read() -> None:
@@ -215,7 +215,7 @@ async def test_an_oversized_frame_is_refused_before_its_payload_is_read() -> Non
         with pytest.raises(ProtocolError) as caught:
             await anext(updates)
     assert received == [{"update": {"n": 1}}]
-    assert caught.value.code is Code.RESOURCE_EXHAUSTED
+    assert caught.value.connect_code is Code.RESOURCE_EXHAUSTED
 
 
 def raising(exc: BaseException) -> Any:
@@ -250,7 +250,7 @@ async def test_foreign_errors_become_rpc_errors_at_one_boundary(
                 pass
     for caught in (unary_error, stream_error):
         assert type(caught.value) is RpcError
-        assert caught.value.code is code
+        assert caught.value.connect_code is code
         assert caught.value.http_status is None
         assert caught.value.__cause__ is exc
 

@@ -18,22 +18,19 @@ from foreign import foreign_agy
 from simproc import end_process
 from waiting import wait_until
 
-from omnigent_agy.onboarding.explain import failure_for
-from omnigent_agy.rpc import listeners
-from omnigent_agy.rpc.agy_log import Announcement, LogScanner, LogWatcher
-from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.discovery import (
+from omnigent_agy.errors import (
     AgyExitedError,
     AgySignedOutError,
     ConversationNotFoundError,
     CsrfRejectedError,
     ForeignListenerError,
     PortNeverOpenedError,
-    Probe,
-    discover_pin,
-    probe_port,
-    until_announced,
+    failure_for,
 )
+from omnigent_agy.rpc import listeners
+from omnigent_agy.rpc.agy_log import Announcement, LogScanner, LogWatcher
+from omnigent_agy.rpc.client import RpcClient
+from omnigent_agy.rpc.discovery import Probe, discover_pin, probe_port, until_announced
 from omnigent_agy.rpc.listeners import Listener, is_port_owned_by, port_ownership
 
 TESTS = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ import pytest
 from simproc import FAST, Sim, sim_launcher
 from waiting import wait_until
 
+from omnigent_agy.errors import Code, RpcError
 from omnigent_agy.rpc.endpoint import AgyEndpoint, FollowingClient, never_sent
-from omnigent_agy.rpc.errors import Code, RpcError
 
 
 def test_concurrent_failures_look_for_agy_once_and_all_follow() -> None:

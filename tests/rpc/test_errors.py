@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from omnigent_agy.rpc.errors import (
+from omnigent_agy.errors import (
     AgyError,
     Code,
     CsrfError,
@@ -13,6 +13,7 @@ from omnigent_agy.rpc.errors import (
     RpcError,
     StreamStalled,
     code_from_http_status,
+    failure_for,
 )
 from omnigent_agy.rpc.wire import EndStream, EnvelopeDecoder, encode_envelope
 
@@ -52,7 +53,7 @@ def test_every_code_travels_as_its_wire_string(code: Code) -> None:
     (end,) = decoder.feed(encode_envelope(payload, end_stream=True))
     assert isinstance(end, EndStream)
     assert end.error is not None
-    assert (end.error.code, end.error.message) == (code, f"m-{code.value}")
+    assert (end.error.connect_code, end.error.message) == (code, f"m-{code.value}")
     error = RpcError(code, "boom", http_status=code.http_status, method="Heartbeat")
     assert str(error) == f"Heartbeat: [{code.value}] boom (HTTP {code.http_status})"
 
@@ -107,9 +108,34 @@ def test_a_plain_rpc_error_has_no_remediation() -> None:
 
 
 def test_protocol_errors_and_stalls_carry_their_codes() -> None:
-    assert ProtocolError("bad").code is Code.INTERNAL
-    assert ProtocolError("big", code=Code.RESOURCE_EXHAUSTED).code is Code.RESOURCE_EXHAUSTED
+    assert ProtocolError("bad").connect_code is Code.INTERNAL
+    assert (
+        ProtocolError("big", connect_code=Code.RESOURCE_EXHAUSTED).connect_code
+        is Code.RESOURCE_EXHAUSTED
+    )
     stalled = StreamStalled(2.5, method="StreamAgentStateUpdates")
-    assert stalled.code is Code.DEADLINE_EXCEEDED
+    assert stalled.connect_code is Code.DEADLINE_EXCEEDED
     assert stalled.idle_timeout == 2.5
     assert "2.5 s" in str(stalled)
+
+
+@pytest.mark.parametrize(
+    ("error", "connect_code", "code"),
+    [
+        (RpcError(Code.UNAVAILABLE, "refused"), Code.UNAVAILABLE, "agy_unreachable"),
+        (RpcError(Code.INTERNAL, "odd", http_status=200), Code.INTERNAL, "agy_protocol_error"),
+        (RpcError(Code.NOT_FOUND, "no cascade"), Code.NOT_FOUND, "agy_rpc_failed"),
+        (StreamStalled(1.0), Code.DEADLINE_EXCEEDED, "agy_unreachable"),
+        (
+            ProtocolError("big", connect_code=Code.RESOURCE_EXHAUSTED),
+            Code.RESOURCE_EXHAUSTED,
+            "agy_protocol_error",
+        ),
+    ],
+)
+def test_code_is_the_failure_code_and_the_wire_code_is_connect_code(
+    error: RpcError, connect_code: Code, code: str
+) -> None:
+    # `.code` means one thing on every error: the failure a person sees.
+    assert (error.connect_code, error.code, error.kind.code) == (connect_code, code, code)
+    assert failure_for(error).code == code

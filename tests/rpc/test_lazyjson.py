@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from omnigent_agy.rpc.errors import ProtocolError
+from omnigent_agy.errors import ProtocolError
 from omnigent_agy.rpc.lazyjson import LazyArray, loads_lazily
 from omnigent_agy.rpc.wire import LAZY_FRAME_BYTES, DataFrame, EnvelopeDecoder, encode_envelope
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from omnigent_agy.rpc.errors import Code, ProtocolError, RpcError
+from omnigent_agy.errors import Code, ProtocolError, RpcError
 from omnigent_agy.rpc.quota import (
     AccountQuota,
     Plan,

@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 from simproc import FAST, Sim, sim_launcher
 
+from omnigent_agy.errors import Code, CsrfError, DiscoveryError, RpcError
+from omnigent_agy.failure_catalogue import redact_secret
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
-from omnigent_agy.rpc.discovery import DiscoveryError, discover_pin
-from omnigent_agy.rpc.errors import Code, CsrfError, RpcError, redact_secret
+from omnigent_agy.rpc.discovery import discover_pin
 
 pytestmark = pytest.mark.tmux
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from omnigent_agy.agy.process import AgyProcess, LaunchError
+from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
+from omnigent_agy.errors import LaunchError
 from omnigent_agy.rpc.endpoint import AgyEndpoint
 from omnigent_agy.rpc.pinning import Pin
 from omnigent_agy.rpc.whereabouts import Whereabouts

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES
 
-from omnigent_agy.rpc.errors import Code, ProtocolError
+from omnigent_agy.errors import Code, ProtocolError
 from omnigent_agy.rpc.wire import (
     DEFAULT_MAX_FRAME_BYTES,
     DataFrame,
@@ -160,7 +160,7 @@ def test_an_end_of_stream_error_is_decoded() -> None:
     end = frames[0]
     assert isinstance(end, EndStream)
     assert end.error is not None
-    assert (end.error.code, end.error.message) == (Code.RESOURCE_EXHAUSTED, "quota")
+    assert (end.error.connect_code, end.error.message) == (Code.RESOURCE_EXHAUSTED, "quota")
     assert end.error.details == ({"type": "x"},)
 
 
@@ -172,7 +172,7 @@ def test_an_end_of_stream_error_without_a_code_is_unknown() -> None:
     end = frames[0]
     assert isinstance(end, EndStream)
     assert end.error is not None
-    assert end.error.code is Code.UNKNOWN
+    assert end.error.connect_code is Code.UNKNOWN
 
 
 def test_an_empty_end_of_stream_payload_is_a_clean_end() -> None:
@@ -218,7 +218,7 @@ MALFORMED = [
 def test_malformed_input_is_a_protocol_error(chunks: list[bytes], code: Code) -> None:
     with pytest.raises(ProtocolError) as caught:
         decode(chunks)
-    assert caught.value.code is code
+    assert caught.value.connect_code is code
 
 
 @pytest.mark.parametrize(

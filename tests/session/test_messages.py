@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from omnigent_agy.onboarding.explain import failure_for
-from omnigent_agy.session.messages import MessageError, newest_user_message
+from omnigent_agy.errors import MessageError, failure_for
+from omnigent_agy.session.messages import newest_user_message
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 

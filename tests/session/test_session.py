@@ -14,6 +14,7 @@ import pytest
 from sessionfakes import CASCADE, FakeAgy, FakeBinding, key
 
 from omnigent_agy.agy import keep
+from omnigent_agy.errors import Code, ProtocolError, RpcError, SessionError
 from omnigent_agy.reading.events import (
     AssistantMessage,
     ErrorReported,
@@ -33,10 +34,9 @@ from omnigent_agy.reading.reader import (
     TurnEnded,
 )
 from omnigent_agy.reading.steps import InteractionKind, ModelUsage, RequestedInteraction
-from omnigent_agy.rpc.errors import Code, ProtocolError, RpcError
 from omnigent_agy.session import agy_session as session_module
 from omnigent_agy.session.agy_session import STEERING, AgySession
-from omnigent_agy.session.binding import SessionError, SessionSettings
+from omnigent_agy.session.binding import SessionSettings
 from omnigent_agy.session.held import leftovers, open_gates
 from omnigent_agy.session.turns import AgyRestarted, Turn, TurnResult
 

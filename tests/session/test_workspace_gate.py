@@ -15,14 +15,9 @@ from gemini_home import make_person_gemini
 
 from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.statedir import SessionStateDir
-from omnigent_agy.agy.trust import (
-    TrustSource,
-    TrustStore,
-    WorkspaceNotTrustedError,
-    WorkspacePattern,
-    WorkspaceTrust,
-)
-from omnigent_agy.interactions.prompts import PromptUnavailableError, TrustAnswer, TrustCard
+from omnigent_agy.agy.trust import TrustSource, TrustStore, WorkspacePattern, WorkspaceTrust
+from omnigent_agy.errors import PromptUnavailableError, WorkspaceNotTrustedError
+from omnigent_agy.interactions.prompts import TrustAnswer, TrustCard
 from omnigent_agy.reading.events import ToolCallFinished, ToolCallStarted
 from omnigent_agy.reading.steps import StepKey
 from omnigent_agy.session.home import AgyHome

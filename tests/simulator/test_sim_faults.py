@@ -30,8 +30,8 @@ from agy_sim.faults import (
 )
 from agy_sim.reshape import reshape_of
 from agy_sim.server import TlsConnectServer
+from omnigent_agy.errors import Code, CsrfError, ProtocolError, RpcError, StreamStalled
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.errors import Code, CsrfError, ProtocolError, RpcError, StreamStalled
 
 SERVICE = "/exa.language_server_pb.LanguageServerService"
 
@@ -481,7 +481,7 @@ def test_http_error_then_recovery(faulty_server: Any) -> None:
     async def scenario(client: RpcClient) -> tuple[Code, dict[str, Any]]:
         with pytest.raises(RpcError) as caught:
             await client.call("Heartbeat", {})  # not retried: the fault is seen
-        return caught.value.code, await client.call("Heartbeat", {})
+        return caught.value.connect_code, await client.call("Heartbeat", {})
 
     code, answer = run_client(server.port, scenario)
     assert code is Code.UNAVAILABLE

@@ -13,8 +13,8 @@ import pytest
 from simproc import FAST, Sim, SimLauncher, plan_model, sim_launcher
 from waiting import wait_until
 
+from omnigent_agy.errors import RpcError
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.errors import RpcError
 
 pytestmark = pytest.mark.tmux
 
@@ -38,7 +38,7 @@ def send(sim: Sim, text: str) -> str:
     try:
         return sim.rpc(go)
     except RpcError as exc:
-        return f"{exc.code.value}: {exc}"
+        return f"{exc.connect_code.value}: {exc}"
 
 
 def test_without_a_sign_in_turns_are_refused_naming_it(sims: SimLauncher) -> None:

@@ -48,9 +48,9 @@ from agy_sim.tui import (
     render,
     survey_enabled,
 )
+from omnigent_agy.errors import Code, CsrfError, ProtocolError, RpcError, StreamStalled
 from omnigent_agy.rpc.client import SERVICE, RpcClient
 from omnigent_agy.rpc.discovery import discover_pin
-from omnigent_agy.rpc.errors import Code, CsrfError, ProtocolError, RpcError, StreamStalled
 
 # -- the command line -------------------------------------------------------------------
 
@@ -601,7 +601,7 @@ def test_startup_sequence(sims: SimLauncher) -> None:
             return result
 
     refused = asyncio.run(at(tls_port, early))
-    assert (refused.code, refused.http_status) == (Code.UNAVAILABLE, 503)
+    assert (refused.connect_code, refused.http_status) == (Code.UNAVAILABLE, 503)
     assert sim.port == tls_port  # the listening line, once ready
     assert "[ready] conversation" in sim.wait_screen("[ready")
     assert "lastExtensionHeartbeat" in asyncio.run(at(tls_port, heartbeat))
@@ -687,7 +687,7 @@ def test_signed_out_refuses_turns(sims: SimLauncher) -> None:
             await new_turn(client, "hello")
         return caught.value
 
-    assert sim.rpc(turn).code is Code.UNAUTHENTICATED
+    assert sim.rpc(turn).connect_code is Code.UNAUTHENTICATED
     sim.type("hello from the terminal")
     wait_until(
         lambda: sim.screen().count(SIGN_IN_HINT) >= 2,
@@ -967,7 +967,7 @@ def test_fault_http_error_n_times(sim: Sim) -> None:
         for _ in range(2):
             with pytest.raises(RpcError) as caught:
                 await client.call("GetAllCascadeTrajectories", {})
-            codes.append(caught.value.code)
+            codes.append(caught.value.connect_code)
         await client.call("GetAllCascadeTrajectories", {})  # the third answers
         return codes
 
@@ -1039,7 +1039,7 @@ def test_fault_restart_on_a_new_port(sims: SimLauncher) -> None:
                 await client.call("Heartbeat", {})
             return caught.value
 
-    assert asyncio.run(on_old_port()).code is Code.UNAVAILABLE
+    assert asyncio.run(on_old_port()).connect_code is Code.UNAVAILABLE
 
     async def after(client: RpcClient) -> dict[str, Any]:
         return await client.get_conversation_metadata(cascade_id)
@@ -1071,7 +1071,7 @@ def test_faults_given_on_the_command_line(sims: SimLauncher) -> None:
         with pytest.raises(RpcError) as caught:
             await client.call("Heartbeat", {})
         await client.call("Heartbeat", {})
-        return caught.value.code
+        return caught.value.connect_code
 
     assert sim.rpc(scenario) is Code.UNAVAILABLE
 

@@ -14,8 +14,8 @@ import pytest
 from simproc import FAST, TOKEN, Sim, SimLauncher, sim_launcher
 from waiting import await_until
 
+from omnigent_agy.errors import Code, RpcError
 from omnigent_agy.rpc.client import SERVICE, RpcClient
-from omnigent_agy.rpc.errors import Code, RpcError
 from omnigent_agy.rpc.quota import (
     AccountQuota,
     parse_quota_summary,
@@ -190,4 +190,4 @@ def test_signed_out_refuses_them(sims: SimLauncher) -> None:
             await client.get_user_status()
         return info.value
 
-    assert sim.rpc(call).code is Code.UNAUTHENTICATED
+    assert sim.rpc(call).connect_code is Code.UNAUTHENTICATED

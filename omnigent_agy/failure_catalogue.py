@@ -1,39 +1,125 @@
-"""The catalogue of failures a person sees: each stable code, its title and its remediation.
+"""The failures a person sees: each stable code, its title and what to do; and redaction.
 
 Everything that reaches omnigent as a failure is an ``ExecutorError`` with a stable ``code``,
 a short ``title`` and a ``remediation`` that names the command to run (docs/decisions.md §8).
-This module holds the host-agnostic :class:`Failure` and every :class:`FailureKind`;
-``omnigent_agy.onboarding.explain.failure_for`` says which one an error is, and the omnigent
-adapter turns a ``Failure`` into an ``ExecutorError``
-(``omnigent.community.harness.agy.failures.to_executor_error``).
+This module holds the host-agnostic :class:`Failure`, every :class:`FailureKind` (the
+catalogue) and what makes a text fit to be shown: :func:`scrub` takes secrets out (agy's
+command line and environment carry the CSRF token, docs/wire.md §1), :func:`clip` cuts it to
+an error card. Each error of ``omnigent_agy.errors`` carries its entry as ``kind``;
+``errors.failure_for`` says which failure an error is, and the omnigent adapter turns a
+``Failure`` into an ``ExecutorError`` (``omnigent.community.harness.agy.failures``).
 
-A new failure is one ``FailureKind`` here, in ``CATALOGUE``, and its row in docs/onboarding.md's
-table; tests/onboarding/test_failure_codes.py fails until both exist for every code the
-package names. Messages are scrubbed of secrets and clipped (``onboarding.scrub``).
+A new failure is one ``FailureKind`` here and its row in docs/onboarding.md's table;
+tests/onboarding/test_failure_codes.py fails until both exist, and until no module but this
+one spells a code. Like ``errors``, this module sits on the ground floor: it imports the
+standard library and the package root only.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from omnigent_agy import TMUX_SOCKET
-from omnigent_agy.onboarding.agy_versions import MIN_AGY_VERSION
-from omnigent_agy.onboarding.config import ENV_PATH, KEY
-from omnigent_agy.onboarding.executable import INSTALL_HINT
-from omnigent_agy.onboarding.scrub import clip, scrub
+from omnigent_agy import ENV_PATH, INSTALL_HINT, KEY, MIN_AGY_VERSION, TMUX_SOCKET
 
 __all__ = [
     "CATALOGUE",
-    "MIN_AGY_VERSION",
+    "REDACTED",
     "Failure",
     "FailureKind",
+    "clip",
     "gave_up_waiting_failure",
     "kind_for_code",
     "model_error_failure",
     "quota_exhausted_failure",
+    "redact_secret",
+    "scrub",
     "signed_out_failure",
     "too_old_failure",
 ]
+
+# -- redaction -------------------------------------------------------------------------------
+
+REDACTED = "[redacted]"
+# A secret's head this long at the end of a text is taken for the secret cut short (an
+# error text clipped to 200 characters may end inside it).
+_MIN_CUT_SECRET = 4
+_MAX_MESSAGE = 1500
+# ``--csrf_token=T``, ``ANTIGRAVITY_CSRF_TOKEN=T``, ``x-codeium-csrf-token: T``, JSON keys.
+# With a colon the name must be compound (``-``/``_``): "the CSRF token: another agy…" is prose.
+_ASSIGNED = re.compile(
+    r"""(?ix)
+    (?P<name>[\w.-]*(?:csrf|token|secret|password|passwd|api[_-]?key)[\w.-]*)
+    (?P<sep>['"]?\s*(?P<op>[=:])\s*['"]?)
+    (?P<value>[^\s'",;)}\]]+)
+    """
+)
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s'\",;)}\]]+")
+_CANDIDATE = re.compile(r"[A-Za-z0-9_\-]{20,}")
+_PART = re.compile(r"[A-Za-z0-9]{10,}")
+# Words as code spells them: UPPER, lower, camelCase, CamelCase with short acronyms, and a
+# short number. Random mixed case almost never fits (it needs two lower-case letters after
+# every capital run); hex and base32 fail the letter/digit test instead.
+_WORDLIKE = re.compile(r"[A-Z0-9]+|[a-z0-9]+|[a-z]*(?:[A-Z]{1,6}[a-z]{2,})*[A-Z]{0,6}[0-9]{0,4}")
+# Cascade and conversation ids are UUIDs: useful in a report, and not secrets.
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+_MIN_SWITCHES = 4  # letter/digit alternations that identifiers and slugs rarely reach
+
+
+def redact_secret(text: str, secret: str) -> str:
+    """``text`` without ``secret``, also where a clipped text ends inside it."""
+    if not secret:
+        return text
+    text = text.replace(secret, REDACTED)
+    for length in range(min(len(secret) - 1, len(text)), _MIN_CUT_SECRET - 1, -1):
+        if text.endswith(secret[:length]):
+            return text[:-length] + REDACTED
+    return text
+
+
+def _looks_random(text: str) -> bool:
+    """A token (``secrets.token_urlsafe``/``token_hex``), not an identifier, slug or UUID."""
+    if _UUID.fullmatch(text):
+        return False
+    if all(any(test(c) for c in text) for test in (str.isupper, str.islower, str.isdigit)):
+        return True
+    kinds = [c.isdigit() for c in text if c.isalnum()]
+    if sum(a != b for a, b in itertools.pairwise(kinds)) >= _MIN_SWITCHES:
+        return True
+    return any(not _WORDLIKE.fullmatch(part) for part in _PART.findall(text))
+
+
+def _redact_assignment(match: re.Match[str]) -> str:
+    name, value = match["name"], match["value"]
+    if value == REDACTED or (match["op"] == ":" and not any(c in name for c in "-_")):
+        return match[0]
+    return f"{name}{match['sep']}{REDACTED}"
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` without ``secrets``, values of secret-named settings or random-looking strings.
+
+    An error message may quote a command line or a header, and agy's command line and its
+    environment carry the CSRF token (docs/wire.md §1); conversation ids (UUIDs), model names
+    and paths stay.
+    """
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    text = _ASSIGNED.sub(_redact_assignment, text)
+    text = _BEARER.sub(lambda m: f"{m[1]}{REDACTED}", text)
+    return _CANDIDATE.sub(lambda m: REDACTED if _looks_random(m[0]) else m[0], text)
+
+
+def clip(text: str) -> str:
+    """``text`` on one line, cut to what an error card shows."""
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+# -- the failure catalogue (docs/decisions.md §8, docs/onboarding.md's table) ------------------
 
 _DOCTOR = "`omnigent-agy doctor`"
 
@@ -174,11 +260,7 @@ AGY_CONVERSATION_LOST = FailureKind(
     "Start a new conversation, or stop this conversation's agy so the next turn starts "
     "a fresh one.",
 )
-AGY_LAUNCH_FAILED = FailureKind(
-    "agy_launch_failed",
-    "agy could not be started",
-    f"Run {_DOCTOR}.",
-)
+AGY_LAUNCH_FAILED = FailureKind("agy_launch_failed", "agy could not be started", f"Run {_DOCTOR}.")
 AGY_TMUX_FAILED = FailureKind(
     "agy_tmux_failed",
     "tmux could not run agy",
@@ -277,42 +359,11 @@ AGY_INTERNAL = FailureKind(
     f"Retry the message; run {_DOCTOR}, and report the error if it persists.",
 )
 
-CATALOGUE: tuple[FailureKind, ...] = (
-    AGY_NOT_INSTALLED,
-    AGY_SIGNED_OUT,
-    AGY_TOO_OLD,
-    AGY_PORT_NEVER_OPENED,
-    AGY_EXITED,
-    AGY_CSRF_REJECTED,
-    AGY_FOREIGN_LISTENER,
-    AGY_MODEL_UNKNOWN,
-    AGY_EFFORT_INVALID,
-    AGY_MESSAGE_UNSUPPORTED,
-    AGY_CONFIG_INVALID,
-    AGY_PLUGIN_FAILED,
-    AGY_UNREACHABLE,
-    AGY_RATE_LIMITED,
-    AGY_QUOTA_EXHAUSTED,
-    AGY_PROTOCOL_ERROR,
-    AGY_RPC_FAILED,
-    AGY_CONVERSATION_LOST,
-    AGY_LAUNCH_FAILED,
-    AGY_TMUX_FAILED,
-    AGY_STATE_DIR_INVALID,
-    AGY_ONBOARDING_INCOMPLETE,
-    AGY_WORKSPACE_UNTRUSTED,
-    AGY_WORKSPACE_NOT_TRUSTED,
-    AGY_WORKSPACE_HIDDEN,
-    AGY_WORKSPACE_IGNORED,
-    AGY_WORKSPACE_UNREACHABLE,
-    AGY_TRUST_FILE_INVALID,
-    AGY_CONVERSATIONS_UNREADABLE,
-    AGY_CONVERSATION_UNKNOWN,
-    AGY_OMNIGENT_UNREACHABLE,
-    AGY_SETTINGS_INVALID,
-    AGY_INTERACTION_TIMED_OUT,
-    AGY_MODEL_ERROR,
-    AGY_INTERNAL,
+# Every entry above, in the order written (a new one needs no second line here).
+CATALOGUE: tuple[FailureKind, ...] = tuple(
+    kind
+    for name, kind in globals().items()
+    if name.startswith("AGY_") and isinstance(kind, FailureKind)
 )
 _BY_CODE = {kind.code: kind for kind in CATALOGUE}
 
