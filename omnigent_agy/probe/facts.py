@@ -25,10 +25,10 @@ from omnigent_agy.rpc.errors import AgyError
 __all__ = [
     "ELSEWHERE",
     "FIELDS",
+    "FactVerdict",
     "Finding",
     "ProbeError",
     "Seen",
-    "Verdict",
     "WireField",
     "fields_of",
 ]
@@ -39,7 +39,7 @@ class ProbeError(AgyError):
     leak); the message says what to do."""
 
 
-class Verdict(StrEnum):
+class FactVerdict(StrEnum):
     """A fact's outcome. INFO reports what agy showed about a fact nobody confirmed yet."""
 
     PASS = "PASS"  # noqa: S105 - a verdict, not a password
@@ -53,7 +53,7 @@ class Finding:
     """One line of the probe's table: a fact, what was expected and what agy showed."""
 
     fact: str
-    verdict: Verdict
+    verdict: FactVerdict
     expected: str
     seen: str
     section: str

@@ -2,7 +2,7 @@
 
 A code reaches omnigent (the error card, the doctor's JSON) from a catalogue entry, or from an
 error that names one: ``code = "agy_…"`` on its class or instance, ``code="agy_…"`` passed to
-it, or a ``Failure``/``CheckResult`` built with it. The plugin's code is searched for all of
+it, or a ``Failure``/``DoctorLine`` built with it. The plugin's code is searched for all of
 those; each code found must be in ``omnigent_agy.onboarding.failures.CATALOGUE`` with a title
 and a remediation, and docs/onboarding.md's table must list exactly the catalogue's codes with
 the same titles. Only ``omnigent_harness_agy/failures.py`` builds an ``ExecutorError``.
@@ -19,7 +19,7 @@ import pytest
 from conftest import REPO_ROOT
 from pluginsource import plugin_sources, where
 
-from omnigent_agy.onboarding.checks import CheckResult
+from omnigent_agy.onboarding.checks import DoctorLine
 from omnigent_agy.onboarding.failures import CATALOGUE, Failure, FailureKind, kind_for_code
 
 ONE_BUILDER = REPO_ROOT / "omnigent_harness_agy" / "failures.py"
@@ -27,7 +27,7 @@ DOCS = REPO_ROOT / "docs" / "onboarding.md"
 # The code's position among the positional arguments of the types that carry one.
 CODE_POSITION = {
     cls.__name__: [f.name for f in dataclasses.fields(cls)].index("code")
-    for cls in (Failure, FailureKind, CheckResult)
+    for cls in (Failure, FailureKind, DoctorLine)
 }
 _ROW = re.compile(r"^\| `(?P<code>agy_\w+)` \| (?P<title>[^|]+?) \|", re.MULTILINE)
 
@@ -144,9 +144,9 @@ def test_only_the_adapter_failures_module_builds_an_executor_error() -> None:
         ('def __init__(self, code: str = "agy_gone") -> None: ...\n', ["agy_gone"]),
         ('Failure("agy_gone", "Gone", "it left", "run it")\n', ["agy_gone"]),
         ('FailureKind("agy_gone", "Gone", "run it")\n', ["agy_gone"]),
-        ('CheckResult("agy", Status.FAIL, "gone", None, "agy_gone")\n', ["agy_gone"]),
+        ('DoctorLine("agy", Status.FAIL, "gone", None, "agy_gone")\n', ["agy_gone"]),
         ('ExecutorError(message="x", code="agy_gone")\n', ["agy_gone"]),
-        ('CheckResult("agy", Status.FAIL, "gone", None, KIND.code)\n', []),
+        ('DoctorLine("agy", Status.FAIL, "gone", None, KIND.code)\n', []),
         ('log("code", "agy_gone")\ncodes = ["agy_gone"]\n', []),
     ],
 )
