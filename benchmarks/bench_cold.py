@@ -53,7 +53,7 @@ from omnigent_agy.session import binding
 from omnigent_agy.session.agy_session import AgySession
 from omnigent_agy.session.binding import AgyBinding, SessionSettings
 from omnigent_agy.session.home import AgyHome
-from omnigent_agy.session.turns import Turn
+from omnigent_agy.session.turn import Turn
 from omnigent_agy.session.workspace_gate import WorkspaceGate
 
 STARTUP_DELAY = "2"

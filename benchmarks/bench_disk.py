@@ -27,7 +27,7 @@ from omnigent_agy.agy.retention import disk_usage, size
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
 from omnigent_agy.session.agy_session import AgySession, SessionSettings
-from omnigent_agy.session.turns import Turn
+from omnigent_agy.session.turn import Turn
 
 AGY_SIM = Path(sys.executable).with_name("agy-sim")
 FAST = ("--sim-startup-delay", "0.3", "--sim-token-delay", "0")

@@ -78,7 +78,7 @@ def expected_answer(tag: str) -> str:
 
 
 @dataclass
-class Turn:
+class TimedTurn:
     session: str
     tag: str
     events: EventStream
@@ -89,7 +89,7 @@ class Turn:
     errors: list[str] = field(default_factory=list)
 
 
-def play(stack: LocalStack, turn: Turn, text: str) -> None:
+def play(stack: LocalStack, turn: TimedTurn, text: str) -> None:
     """One turn: send, answer every card "Allow once", until the turn ends."""
     turn.first = len(turn.events.seen) + len(turn.events.drain())
     turn.sent_ns = time.monotonic_ns()
@@ -110,7 +110,7 @@ def play(stack: LocalStack, turn: Turn, text: str) -> None:
     turn.ended_ns = time.monotonic_ns()
 
 
-def all_at_once(stack: LocalStack, turns: Sequence[Turn], texts: Sequence[str]) -> None:
+def all_at_once(stack: LocalStack, turns: Sequence[TimedTurn], texts: Sequence[str]) -> None:
     threads = [
         threading.Thread(target=play, args=(stack, turn, text), daemon=True)
         for turn, text in zip(turns, texts, strict=True)
@@ -145,7 +145,7 @@ class Round:
     client_cpu_s: float  # this benchmark's own process (the client) during the turns
 
 
-def open_conversations(stack: LocalStack, count: int, first_tag: int) -> list[Turn]:
+def open_conversations(stack: LocalStack, count: int, first_tag: int) -> list[TimedTurn]:
     """`count` new sessions on the main host, tagged ``cNN`` from `first_tag`, each with its
     event stream open (the caller closes them), each greeted in turn: its harness process
     (and agy) starts one conversation at a time (see the module doc)."""
@@ -156,7 +156,8 @@ def open_conversations(stack: LocalStack, count: int, first_tag: int) -> list[Tu
         stack.client.create_session(agent_name(), host.host_id, str(stack.workspace)) for _ in tags
     ]
     turns = [
-        Turn(s, t, stack.client.stream(s).__enter__()) for s, t in zip(sessions, tags, strict=True)
+        TimedTurn(s, t, stack.client.stream(s).__enter__())
+        for s, t in zip(sessions, tags, strict=True)
     ]
     try:
         for turn in turns:

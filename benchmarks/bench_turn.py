@@ -39,7 +39,7 @@ from omnigent_agy.reading.reader_state import ReaderSettings
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.session.agy_session import AgySession
 from omnigent_agy.session.binding import SessionSettings
-from omnigent_agy.session.turns import Turn
+from omnigent_agy.session.turn import Turn
 
 
 class Prompts:

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 
 import psutil
 
-__all__ = ["Conversation", "Sample", "find", "sample"]
+__all__ = ["ConversationProcesses", "Sample", "find", "sample"]
 
 KINDS = ("harness", "relay", "tmux server", "agy")
 
 
 @dataclass
-class Conversation:
+class ConversationProcesses:
     session: str
     agy: psutil.Process
     relay: psutil.Process
@@ -60,7 +60,7 @@ def _listener(candidates: Iterable[psutil.Process], path: str) -> psutil.Process
     return None
 
 
-def find(host_pid: int, root: str, sessions: Sequence[str]) -> list[Conversation]:
+def find(host_pid: int, root: str, sessions: Sequence[str]) -> list[ConversationProcesses]:
     """Each session's agy, relay and harness; a LookupError naming what is missing."""
     agys = {}
     for process in psutil.process_iter():
@@ -82,11 +82,11 @@ def find(host_pid: int, root: str, sessions: Sequence[str]) -> list[Conversation
         harness = _listener(host_side, _socket_of(relays[0]))
         if harness is None:
             raise LookupError(f"session {session}: no harness listens on its relay's socket")
-        found.append(Conversation(session, agy, relays[0], harness))
+        found.append(ConversationProcesses(session, agy, relays[0], harness))
     return found
 
 
-def sample(conversations: Sequence[Conversation]) -> Sample:
+def sample(conversations: Sequence[ConversationProcesses]) -> Sample:
     """What the conversations' processes (and their one tmux server) hold and have used."""
     groups: dict[str, set[psutil.Process]] = {kind: set() for kind in KINDS}
     for conversation in conversations:

@@ -56,7 +56,8 @@ from omnigent_agy.relay.channel import RELAY_SERVER
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
 from omnigent_agy.session.history import answered, carry_history, mark_delivered
 from omnigent_agy.session.messages import newest_user_message, user_message
-from omnigent_agy.session.turns import AgyRestarted, ConversationLost, Turn, TurnResult
+from omnigent_agy.session.turn import Turn
+from omnigent_agy.session.turns import AgyRestarted, ConversationLost, TurnResult
 
 from .deletion import mark_for_deletion
 from .failures import executor_error_for, to_executor_error

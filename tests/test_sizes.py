@@ -1,10 +1,14 @@
-"""Modules are sized by their concern, not by a cap cut to pass: a module over 800 lines is a
-sign that two concerns share it, named here until it is split."""
+"""Code is sized by its concern, not by a cap cut to pass: a function over 60 lines or a module
+over 800 is a sign that more than one concern shares it, named here until it is split by
+concern (not cut in two where the count says)."""
 
 from __future__ import annotations
 
+import ast
+
 from conftest import REPO_ROOT
 
+MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 800
 PACKAGES = (
     REPO_ROOT / "omnigent_agy",
@@ -21,10 +25,43 @@ def _modules() -> list[tuple[str, str]]:
     ]
 
 
+def _long_functions(name: str, text: str) -> dict[str, int]:
+    """`module:line function` → its lines (decorators aside, docstring included)."""
+    return {
+        f"{name}:{node.lineno} {node.name}": lines
+        for node in ast.walk(ast.parse(text, filename=name))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and (lines := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES
+    }
+
+
+def test_no_function_is_over_60_lines() -> None:
+    over = {
+        where: lines
+        for name, text in _modules()
+        for where, lines in _long_functions(name, text).items()
+    }
+    assert over == {}, (
+        f"functions over {MAX_FUNCTION_LINES} lines: a sign that more than one concern shares "
+        f"each; split it by concern: {over}"
+    )
+
+
 def test_no_module_is_over_800_lines() -> None:
     over = {
         name: lines
         for name, text in _modules()
         if (lines := len(text.splitlines())) > MAX_MODULE_LINES
     }
-    assert over == {}, f"modules over {MAX_MODULE_LINES} lines, split by concern: {over}"
+    assert over == {}, (
+        f"modules over {MAX_MODULE_LINES} lines: a sign that more than one concern shares "
+        f"each; split it by concern: {over}"
+    )
+
+
+def test_a_long_function_is_named_with_its_module_and_line() -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    small = "def small() -> None:\n    ...\n"
+    text = f"import os\n\n\nasync def grown() -> None:\n{body}\n\n\n{small}"
+    assert _long_functions("pkg/mod.py", text) == {"pkg/mod.py:4 grown": MAX_FUNCTION_LINES + 1}

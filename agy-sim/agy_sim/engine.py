@@ -41,7 +41,7 @@ from agy_sim.quota import QUOTA_TRIGGER, QuotaAccount
 from agy_sim.scenarios import subagent_worker
 from agy_sim.store import ConversationStore
 from agy_sim.triggers import choose
-from agy_sim.turn import Turn, TurnAbortedError, TurnEnv
+from agy_sim.turn import ScriptedRun, TurnAbortedError, TurnEnv
 from agy_sim.turn_api import Script
 
 StartedChild = Callable[[str], None]  # told the child cascade id as the sub-agent starts
@@ -58,7 +58,7 @@ _UNSPECIFIED_MODEL: Final = CatalogModel("unspecified", "MODEL_UNSPECIFIED", "un
 
 @dataclass(slots=True)
 class _Runtime:
-    turns: dict[str, Turn] = field(default_factory=dict)
+    turns: dict[str, ScriptedRun] = field(default_factory=dict)
     listeners: list[Callable[[TranscriptEvent], None]] = field(default_factory=list)
     closed: bool = False
 
@@ -267,7 +267,7 @@ class SimEngine:
             return
         self._start_turn(cascade, message)
 
-    def turn_of(self, cascade: Cascade) -> Turn | None:
+    def turn_of(self, cascade: Cascade) -> ScriptedRun | None:
         return self._rt.turns.get(cascade.cascade_id)
 
     async def stop(self, cascade: Cascade) -> bool:
@@ -324,7 +324,7 @@ class SimEngine:
         cascade.plan_models.append(plan_model or "")
         cascade.turns_started += 1
         text = "\n".join(str(i.get("text", "")) for i in message.items)
-        turn = Turn(
+        turn = ScriptedRun(
             self._turn_env(),
             cascade,
             text=text,

@@ -12,7 +12,7 @@ payload, not its metadata), never smaller than the previous call's. It is delibe
 the call's ``modelUsage.inputTokens`` (a different count: the prompt actually sent, which
 agy's caching shrinks), so a client that shows one for the other is caught. A CHECKPOINT's
 call (agy's summary, another model) carries usage but no estimate. When agy compacts its
-context (a CHECKPOINT that is not only an intent, `turn.Turn.compact`), the summary stands in
+context (a CHECKPOINT that is not only an intent, `turn.ScriptedRun.compact`), the summary stands in
 for everything before it: the next call counts the system prompt, the summary and what came
 after, so the estimate drops. **guess**: agy's own arithmetic is not known; that the estimate
 grows between compactions is reported.

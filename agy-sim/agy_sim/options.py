@@ -134,7 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
             "acp: the Agent Client Protocol on stdio"
         ),
     )
-    agy = parser.add_argument_group("agy's flags")
+    _agy_flags(parser.add_argument_group("agy's flags"))
+    sim = parser.add_argument_group("simulator switches")
+    _sim_timing_and_faults(sim)
+    _sim_answers(sim)
+    return parser
+
+
+def _agy_flags(agy: argparse._ArgumentGroup) -> None:
+    """The flags agy itself takes."""
     agy.add_argument("--version", dest="show_version", action="store_true")
     agy.add_argument("--csrf_token", metavar="TOKEN")
     agy.add_argument("--log-file", type=Path, metavar="PATH")
@@ -145,7 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     agy.add_argument("--mode")
     agy.add_argument("--dangerously-skip-permissions", dest="skip_permissions", action="store_true")
     agy.add_argument("--output-format", choices=("text", "json"), help="before the sub-command")
-    sim = parser.add_argument_group("simulator switches")
+
+
+def _sim_timing_and_faults(sim: argparse._ArgumentGroup) -> None:
+    """The simulator's pace, its faults, its sign-in and the version it runs as."""
     sim.add_argument("--sim-startup-delay", type=float, metavar="SECONDS")
     sim.add_argument("--sim-waiting-timeout", type=float, metavar="SECONDS")
     sim.add_argument("--sim-token-delay", type=float, metavar="SECONDS")
@@ -161,6 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--sim-http2-only", action="store_true", default=None, help="answer 501 to HTTP/1.1"
     )
+
+
+def _sim_answers(sim: argparse._ArgumentGroup) -> None:
+    """What the simulator answers and how: its listings, quota, protocols, history, folders."""
     sim.add_argument(
         "--sim-models-format",
         choices=MODELS_FORMATS,
@@ -201,7 +216,59 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="drop a workspace whose links resolve into a hidden folder, dot-free link or not",
     )
-    return parser
+
+
+class _Switches:
+    """A ``--sim-*`` switch's value, else its ``AGY_SIM_*`` variable's, checked: an invalid
+    one exits 2 with a usage message (``parser.error``)."""
+
+    def __init__(self, parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
+        self._parser = parser
+        self._environ = environ
+
+    def on(self, flag: bool | None, env: str) -> bool:
+        return bool(flag or self._environ.get(env, "").lower() in TRUTHY)
+
+    def choice(self, flag: str | None, env: str, choices: Sequence[str], default: str) -> str:
+        value = flag or self._environ.get(env) or default
+        if value not in choices:
+            self._parser.error(f"{env} must be one of {', '.join(choices)}")
+        return value
+
+    def seconds(self, flag: float | None, env: str) -> float | None:
+        if flag is not None:
+            value = flag
+        elif self._environ.get(env):
+            try:
+                value = float(self._environ[env])
+            except ValueError:
+                self._parser.error(f"{env} must be a number of seconds")
+        else:
+            return None
+        if value < 0:
+            self._parser.error(f"{env.lower()} must not be negative")
+        return value
+
+    def steps(self, flag: int | None, env: str) -> int | None:
+        value = flag
+        if value is None and self._environ.get(env):
+            try:
+                value = int(self._environ[env])
+            except ValueError:
+                self._parser.error(f"{env} must be a whole number of steps")
+        if value is not None and value < 0:
+            self._parser.error(f"{env.lower()} must not be negative")
+        return value
+
+    def fault_rules(self, flags: Sequence[str]) -> tuple[FaultRule, ...]:
+        specs = [*filter(None, self._environ.get("AGY_SIM_FAULT", "").split(";")), *flags]
+        try:
+            return tuple(parse_spec(spec) for spec in specs)
+        except FaultConfigError as exc:
+            self._parser.error(str(exc))
+
+    def path(self, flag: Path | None, env: str) -> Path | None:
+        return flag or _path(self._environ.get(env))
 
 
 def parse_options(
@@ -210,65 +277,17 @@ def parse_options(
     """Options from ``argv`` and ``environ``; exits 2 with a usage message when invalid."""
     parser = build_parser()
     args = parser.parse_args(list(argv))
-    if args.output_format is not None and _after_command(argv, "--output-format"):
-        # agy reads it only ahead of the sub-command (docs/wire.md §9); what it does with one
-        # after is not reported: refusing it is a guess that keeps a misplaced flag visible.
-        parser.error(
-            "--output-format must come before the sub-command (agy --output-format json models)"
-        )
-    version = args.sim_version or environ.get("AGY_SIM_VERSION") or SIM_VERSION
-    if args.command == "changelog" and not at_least(version, CHANGELOG):
-        # An agy before the command answers it as any unknown word (a guess, versions.py).
-        parser.error("argument command: invalid choice: 'changelog' (choose from 'models')")
-    quota = args.sim_quota or environ.get("AGY_SIM_QUOTA") or "normal"
-    if quota not in QUOTA_SCENARIOS:
-        parser.error(f"AGY_SIM_QUOTA must be one of {', '.join(QUOTA_SCENARIOS)}")
-    models_format = args.sim_models_format or environ.get("AGY_SIM_MODELS_FORMAT") or "table"
-    if models_format not in MODELS_FORMATS:
-        parser.error(f"AGY_SIM_MODELS_FORMAT must be one of {', '.join(MODELS_FORMATS)}")
-
-    def number(flag: float | None, env: str) -> float | None:
-        if flag is not None:
-            value = flag
-        elif environ.get(env):
-            try:
-                value = float(environ[env])
-            except ValueError:
-                parser.error(f"{env} must be a number of seconds")
-        else:
-            return None
-        if value < 0:
-            parser.error(f"{env.lower()} must not be negative")
-        return value
-
-    specs = [*filter(None, environ.get("AGY_SIM_FAULT", "").split(";")), *args.sim_fault]
-    try:
-        rules = tuple(parse_spec(spec) for spec in specs)
-    except FaultConfigError as exc:
-        parser.error(str(exc))
-    faults_path = args.sim_faults or (
-        Path(environ["AGY_SIM_FAULTS"]) if environ.get("AGY_SIM_FAULTS") else None
+    version = _checked_command(parser, args, argv, environ)
+    switch = _Switches(parser, environ)
+    quota = switch.choice(args.sim_quota, "AGY_SIM_QUOTA", QUOTA_SCENARIOS, "normal")
+    models_format = switch.choice(
+        args.sim_models_format, "AGY_SIM_MODELS_FORMAT", MODELS_FORMATS, "table"
     )
-    signed_out = args.sim_signed_out or environ.get("AGY_SIM_SIGNED_OUT", "").lower() in TRUTHY
-    startup_delay = number(args.sim_startup_delay, "AGY_SIM_STARTUP_DELAY")
-    history = args.sim_history
-    if history is None and environ.get("AGY_SIM_HISTORY"):
-        try:
-            history = int(environ["AGY_SIM_HISTORY"])
-        except ValueError:
-            parser.error("AGY_SIM_HISTORY must be a whole number of steps")
-    if history is not None and history < 0:
-        parser.error("agy_sim_history must not be negative")
-    # agy ignores a relative --gemini_dir and falls back to its default (docs/wire.md §9).
-    ignored = args.gemini_dir if args.gemini_dir and not args.gemini_dir.is_absolute() else None
-    given = None if ignored is not None else args.gemini_dir
-    gemini_dir = given or Path.home() / ".gemini"
-    # A folder of control files: this agy follows its own (one per --gemini_dir).
-    faults_file = (
-        control_file_for(faults_path, gemini_dir)
-        if faults_path is not None and faults_path.is_dir()
-        else faults_path
-    )
+    rules = switch.fault_rules(args.sim_fault)
+    faults_path = switch.path(args.sim_faults, "AGY_SIM_FAULTS")
+    startup_delay = switch.seconds(args.sim_startup_delay, "AGY_SIM_STARTUP_DELAY")
+    history = switch.steps(args.sim_history, "AGY_SIM_HISTORY")
+    gemini_dir, given, ignored = _gemini_dir(args.gemini_dir)
     return SimOptions(
         command=args.command,
         show_version=args.show_version,
@@ -283,39 +302,68 @@ def parse_options(
         mode=args.mode,
         skip_permissions=args.skip_permissions,
         startup_delay=DEFAULT_STARTUP_DELAY if startup_delay is None else startup_delay,
-        waiting_timeout=number(args.sim_waiting_timeout, "AGY_SIM_WAITING_TIMEOUT"),
-        token_delay=number(args.sim_token_delay, "AGY_SIM_TOKEN_DELAY"),
-        long_token_delay=number(args.sim_long_token_delay, "AGY_SIM_LONG_TOKEN_DELAY"),
-        slow_command_seconds=number(args.sim_slow_command_seconds, "AGY_SIM_SLOW_COMMAND_SECONDS"),
-        faults_file=faults_file,
+        waiting_timeout=switch.seconds(args.sim_waiting_timeout, "AGY_SIM_WAITING_TIMEOUT"),
+        token_delay=switch.seconds(args.sim_token_delay, "AGY_SIM_TOKEN_DELAY"),
+        long_token_delay=switch.seconds(args.sim_long_token_delay, "AGY_SIM_LONG_TOKEN_DELAY"),
+        slow_command_seconds=switch.seconds(
+            args.sim_slow_command_seconds, "AGY_SIM_SLOW_COMMAND_SECONDS"
+        ),
+        faults_file=_faults_file(faults_path, gemini_dir),
         fault_rules=rules,
-        signed_out=bool(signed_out),
-        debug_rpc=bool(
-            args.sim_debug_rpc or environ.get("AGY_SIM_DEBUG_RPC", "").lower() in TRUTHY
-        ),
+        signed_out=switch.on(args.sim_signed_out, "AGY_SIM_SIGNED_OUT"),
+        debug_rpc=switch.on(args.sim_debug_rpc, "AGY_SIM_DEBUG_RPC"),
         history_steps=history or 0,
-        http2_only=bool(
-            args.sim_http2_only or environ.get("AGY_SIM_HTTP2_ONLY", "").lower() in TRUTHY
-        ),
-        http1_only=bool(
-            args.sim_http1_only or environ.get("AGY_SIM_HTTP1_ONLY", "").lower() in TRUTHY
-        ),
-        frame_log=args.sim_frame_log or _path(environ.get("AGY_SIM_FRAME_LOG")),
+        http2_only=switch.on(args.sim_http2_only, "AGY_SIM_HTTP2_ONLY"),
+        http1_only=switch.on(args.sim_http1_only, "AGY_SIM_HTTP1_ONLY"),
+        frame_log=switch.path(args.sim_frame_log, "AGY_SIM_FRAME_LOG"),
         version=version,
         output_format=args.output_format or "text",
         models_format=models_format,
         quota=quota,
         # As spelled (PWD, when it names the working folder): agy tests the spelling (§9).
         workspace=cwd if cwd is not None else spelled_cwd(environ),
-        refuses_unknown_conversation=bool(
-            args.sim_refuse_unknown_conversation
-            or environ.get("AGY_SIM_REFUSE_UNKNOWN_CONVERSATION", "").lower() in TRUTHY
+        refuses_unknown_conversation=switch.on(
+            args.sim_refuse_unknown_conversation, "AGY_SIM_REFUSE_UNKNOWN_CONVERSATION"
         ),
-        resolves_links=bool(
-            args.sim_resolve_workspace_links
-            or environ.get("AGY_SIM_RESOLVE_WORKSPACE_LINKS", "").lower() in TRUTHY
+        resolves_links=switch.on(
+            args.sim_resolve_workspace_links, "AGY_SIM_RESOLVE_WORKSPACE_LINKS"
         ),
     )
+
+
+def _checked_command(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    argv: Sequence[str],
+    environ: Mapping[str, str],
+) -> str:
+    """The version agy-sim runs as, once the command line is one that version takes."""
+    if args.output_format is not None and _after_command(argv, "--output-format"):
+        # agy reads it only ahead of the sub-command (docs/wire.md §9); what it does with one
+        # after is not reported: refusing it is a guess that keeps a misplaced flag visible.
+        parser.error(
+            "--output-format must come before the sub-command (agy --output-format json models)"
+        )
+    version: str = args.sim_version or environ.get("AGY_SIM_VERSION") or SIM_VERSION
+    if args.command == "changelog" and not at_least(version, CHANGELOG):
+        # An agy before the command answers it as any unknown word (a guess, versions.py).
+        parser.error("argument command: invalid choice: 'changelog' (choose from 'models')")
+    return version
+
+
+def _gemini_dir(flag: Path | None) -> tuple[Path, Path | None, Path | None]:
+    """The gemini dir agy uses, the one given (None: the default), the one it ignored."""
+    # agy ignores a relative --gemini_dir and falls back to its default (docs/wire.md §9).
+    ignored = flag if flag and not flag.is_absolute() else None
+    given = None if ignored is not None else flag
+    return given or Path.home() / ".gemini", given, ignored
+
+
+def _faults_file(faults_path: Path | None, gemini_dir: Path) -> Path | None:
+    """A folder of control files: this agy follows its own (one per --gemini_dir)."""
+    if faults_path is not None and faults_path.is_dir():
+        return control_file_for(faults_path, gemini_dir)
+    return faults_path
 
 
 def _path(value: str | None) -> Path | None:

@@ -227,29 +227,9 @@ class SimProcess:
         engine = SimEngine(self._engine_settings(), workspace=where.folder)
         if await self._refused_resume(engine):
             return 1
-        gemini = GeminiDir.read(options.gemini_dir, options.workspace, os.environ)
-        if options.signed_out or not gemini.signed_in:
-            _log.warning(NOT_SIGNED_IN_LINE)
-        else:
-            _log.info(SIGNED_IN_LINE)
-        engine.rules = gemini.rules
-        self._mcp = mcp = McpHost(gemini.mcp_servers, cwd=where.folder)
-        engine.mcp = mcp
-        engine.hooks = hooks = self._hooks(trusted=gemini.trusted)
-        engine.quota = QuotaAccount(options.quota)
+        gemini, mcp, hooks = self._equip(engine, where.folder)
         tui, unary = self._tui_and_handlers(engine, gemini)
-        connect = ConnectApp(
-            csrf_token=options.csrf_token if options.enforces_csrf else None,
-            unary=unary,
-            streams=RpcHandlers(engine).streams(),
-        )
-        gate = ReadinessGate(RefuseHttp1(connect) if options.http2_only else connect)
-        source = FaultSource(static_rules=options.fault_rules, control_file=options.faults_file)
-        injector = FaultInjector(gate, source)
-        # --sim-http1-only: TLS offers only http/1.1, an agy the plugin's HTTP/2 cannot reach.
-        server = RestartableServer(
-            injector, alpn=("http/1.1",) if options.http1_only else ("h2", "http/1.1")
-        )
+        gate, source, server = self._server(engine, unary)
         self._install_signals()
         tui.starting(options.version, options.workspace)
         tui.attach_input()
@@ -287,6 +267,41 @@ class SimProcess:
             await engine.aclose()
             _log.info("agy-sim stopped")
         return status
+
+    def _equip(self, engine: SimEngine, folder: Path) -> tuple[GeminiDir, McpHost, Hooks]:
+        """The gemini dir read (its sign-in logged) and what it gives the engine: the
+        permission rules, the MCP servers, the hooks; and the account's quota."""
+        options = self.options
+        gemini = GeminiDir.read(options.gemini_dir, options.workspace, os.environ)
+        if options.signed_out or not gemini.signed_in:
+            _log.warning(NOT_SIGNED_IN_LINE)
+        else:
+            _log.info(SIGNED_IN_LINE)
+        engine.rules = gemini.rules
+        self._mcp = engine.mcp = mcp = McpHost(gemini.mcp_servers, cwd=folder)
+        engine.hooks = hooks = self._hooks(trusted=gemini.trusted)
+        engine.quota = QuotaAccount(options.quota)
+        return gemini, mcp, hooks
+
+    def _server(
+        self, engine: SimEngine, unary: dict[str, Any]
+    ) -> tuple[ReadinessGate, FaultSource, RestartableServer]:
+        """The server agy's clients talk to: the connect app behind its readiness gate and
+        the fault injector, on TLS (not started yet)."""
+        options = self.options
+        connect = ConnectApp(
+            csrf_token=options.csrf_token if options.enforces_csrf else None,
+            unary=unary,
+            streams=RpcHandlers(engine).streams(),
+        )
+        gate = ReadinessGate(RefuseHttp1(connect) if options.http2_only else connect)
+        source = FaultSource(static_rules=options.fault_rules, control_file=options.faults_file)
+        injector = FaultInjector(gate, source)
+        # --sim-http1-only: TLS offers only http/1.1, an agy the plugin's HTTP/2 cannot reach.
+        server = RestartableServer(
+            injector, alpn=("http/1.1",) if options.http1_only else ("h2", "http/1.1")
+        )
+        return gate, source, server
 
     async def _refused_resume(self, engine: SimEngine) -> bool:
         """--sim-refuse-unknown-conversation: an id it does not keep ends it (closed)."""

@@ -1,6 +1,6 @@
 """The simulator's deterministic "model": the scripts a turn runs.
 
-Each scenario is a short script over ``turn_api.TurnApi`` (implemented by ``turn.Turn``),
+Each scenario is a short script over ``turn_api.TurnApi`` (implemented by ``turn.ScriptedRun``),
 which turns the script's intentions (say this, call that tool, ask this) into agy-shaped
 steps. Which script a turn runs is chosen by its text (``triggers``).
 

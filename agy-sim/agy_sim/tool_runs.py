@@ -203,37 +203,46 @@ class ToolRuns:
             index = self._new_tool_step(
                 call, "CORTEX_STEP_TYPE_RUN_COMMAND", "runCommand", dict(payload)
             )
-            cascade = self._steps.cascade
-            step = cascade.steps[index]
-
-            def answer(target: str, interaction: dict[str, Any]) -> bool:
-                allowed = apply_permission(step, interaction)
-                if lasting_allow(interaction):
-                    cascade.allowed_commands.add(target)
-                return allowed
-
-            # Chained commands: one gate per part, on the same step (docs/wire.md §6).
-            while pending:
-                if pending[0] in cascade.allowed_commands:
-                    pending.pop(0)  # allowed for the conversation earlier: not asked again
-                    continue
-                request = sf.permission_request(target=pending[0], description=call.tool_action)
-                allowed = await self._gate(
-                    index, "permission", request, partial(answer, pending[0])
-                )
-                if allowed is None:
-                    return None
-                pending.pop(0)
-                if not allowed:
-                    step["runCommand"]["userRejected"] = True
-                    self._finish(index)
-                    return CommandOutcome(allowed=False)
+            allowed = await self._gate_parts(call, index, pending)
+            if allowed is None:
+                return None
+            if not allowed:
+                return CommandOutcome(allowed=False)
             return await self._execute(index, output, runtime)
 
         result: CommandOutcome = await self._retrying(attempt)
         if hooks is not None and result.allowed:
             await hooks.fire("PostToolUse", tool=call.name, tool_input={"CommandLine": command})
         return result
+
+    async def _gate_parts(self, call: sf.ToolCall, index: int, pending: list[str]) -> bool | None:
+        """The parts of a command line still `pending`, each gated on step `index` (one
+        gate per part, on the same step: docs/wire.md §6) unless allowed for the
+        conversation earlier; False (the step finished as refused) at the first refused,
+        None when the gate timed out (agy asks again)."""
+        cascade = self._steps.cascade
+        step = cascade.steps[index]
+
+        def answer(target: str, interaction: dict[str, Any]) -> bool:
+            allowed = apply_permission(step, interaction)
+            if lasting_allow(interaction):
+                cascade.allowed_commands.add(target)
+            return allowed
+
+        while pending:
+            if pending[0] in cascade.allowed_commands:
+                pending.pop(0)  # allowed for the conversation earlier: not asked again
+                continue
+            request = sf.permission_request(target=pending[0], description=call.tool_action)
+            allowed = await self._gate(index, "permission", request, partial(answer, pending[0]))
+            if allowed is None:
+                return None
+            pending.pop(0)
+            if not allowed:
+                step["runCommand"]["userRejected"] = True
+                self._finish(index)
+                return False
+        return True
 
     async def _execute(self, index: int, output: CommandOutput, runtime: float) -> CommandOutcome:
         output = output() if callable(output) else output

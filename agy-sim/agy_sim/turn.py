@@ -1,6 +1,6 @@
 """One turn of the scripted model: scenario intentions → agy-shaped steps over time.
 
-``Turn`` implements ``scenarios.TurnApi``. It appends and mutates the cascade's steps the
+``ScriptedRun`` implements ``scenarios.TurnApi``. It appends and mutates the cascade's steps the
 way agy does (docs/wire.md §4-§6): PLANNER_RESPONSE streams thinking then a growing
 ``modifiedResponse`` and commits with ``modelUsage``; a tool call is a committed
 PLANNER_RESPONSE followed by the tool's own step, written by ``tool_runs.ToolRuns``
@@ -32,7 +32,7 @@ from agy_sim.turn_api import (
 )
 from agy_sim.turn_steps import StepWriter, TurnAbortedError, TurnEnv
 
-__all__ = ["Turn", "TurnAbortedError", "TurnEnv"]
+__all__ = ["ScriptedRun", "TurnAbortedError", "TurnEnv"]
 
 
 def _chunks(text: str, words: int = 3) -> list[str]:
@@ -48,7 +48,7 @@ def _signature(thinking: str) -> str:
     return base64.b64encode(hashlib.sha256(thinking.encode()).digest() * 2).decode()
 
 
-class Turn:
+class ScriptedRun:
     """The scripted model's hands for one execution (``executionId``) of a cascade."""
 
     def __init__(

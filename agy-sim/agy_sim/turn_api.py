@@ -1,7 +1,7 @@
 """What a scenario script may ask of its turn, and what comes back (``TurnApi``).
 
 The contract between the scripted model (``scenarios``) and the step machinery that
-implements it (``turn.Turn``, ``tool_runs``, ``answers``): every call becomes one or more
+implements it (``turn.ScriptedRun``, ``tool_runs``, ``answers``): every call becomes one or more
 agy-shaped steps; a gated call returns the person's decision as an outcome.
 """
 

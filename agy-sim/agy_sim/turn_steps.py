@@ -3,7 +3,7 @@
 ``StepWriter`` knows the turn's environment, cascade, model and ``executionId``; it gives
 each new step its identity (index, metadata index, docs/wire.md §4), moves a step's status with
 its timestamps, reports every change to the transcript, and remembers the step in flight
-(the one a cancel stops). ``turn.Turn`` (model calls) and ``tool_runs.ToolRuns`` (tools and
+(the one a cancel stops). ``turn.ScriptedRun`` (model calls) and ``tool_runs.ToolRuns`` (tools and
 their gates) both write through one writer.
 """
 

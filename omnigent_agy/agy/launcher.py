@@ -35,7 +35,7 @@ from omnigent_agy.agy.gemini_home import AGY_DIR
 from omnigent_agy.agy.process import AgyProcess, session_name
 from omnigent_agy.agy.ready import ReadyCheck, wait_ready
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir, write_private_file
-from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.agy.terminal import AgyTerminal, TerminalHost
 from omnigent_agy.agy.trampoline import TMUX_CLIENT_ENV, could_not_enter
 from omnigent_agy.agy.workspace import ready_folder
 from omnigent_agy.errors import (
@@ -178,26 +178,73 @@ async def launch_agy(
     """Start agy for ``conversation_id`` and wait until it is ready (see the module doc);
     with ``resume`` (an earlier agy's record), on the conversation that agy was bound to."""
     name = session_name(conversation_id)
-    existing = terminal_host.find(name)
-    if existing is not None:
-        if existing.is_alive():
-            raise LaunchError(
-                f"an agy is already running for this conversation (tmux session {name!r}); "
-                "re-attach to it (ensure_agy) instead of starting a second one"
-            )
-        await asyncio.to_thread(existing.stop)  # a dead pane left for diagnosis
+    await _clear_the_way(terminal_host, name)
     state = spec.state_dir
-    where = spec.cwd or spec.workspace
     await asyncio.to_thread(ready_folder, spec.cwd, spec.workspace, state.path)
     earlier = state.read_record()
     token = secrets.token_urlsafe(32)
+    terminal, record = await _start_in_tmux(terminal_host, spec, name, token, resume)
+    pid = record.pid
+    try:
+        pin = await wait_ready(
+            terminal,
+            pid=pid,
+            log_file=state.log_file,
+            csrf_token=token,
+            deadline=spec.ready_timeout,
+            ready_check=ready_check,
+        )
+    except DiscoveryError as exc:
+        await _never_ready(terminal, spec, earlier, exc)
+        raise
+    port = pin.port
+    state.update_record(lambda stored: replace(stored, port=port) if stored.pid == pid else stored)
+    agy = AgyProcess(
+        pid,
+        port,
+        token,
+        state.log_file,
+        terminal,
+        state,
+        record.cascade_id,
+        record.follows_tui,
+        pin=pin,
+    )
+    if resume is not None:
+        agy.resumed_after = resume.stopped_reason or "it was no longer running"
+    return agy
+
+
+async def _clear_the_way(terminal_host: TerminalHost, name: str) -> None:
+    """No tmux session ``name`` left: a live one is refused, a dead pane removed."""
+    existing = terminal_host.find(name)
+    if existing is None:
+        return
+    if existing.is_alive():
+        raise LaunchError(
+            f"an agy is already running for this conversation (tmux session {name!r}); "
+            "re-attach to it (ensure_agy) instead of starting a second one"
+        )
+    await asyncio.to_thread(existing.stop)  # a dead pane left for diagnosis
+
+
+async def _start_in_tmux(
+    terminal_host: TerminalHost,
+    spec: AgyLaunchSpec,
+    name: str,
+    token: str,
+    resume: AgyRecord | None,
+) -> tuple[AgyTerminal, AgyRecord]:
+    """agy started in tmux session ``name`` with ``token``, and recorded before anyone waits
+    on it, so a harness that dies now can still find and stop it."""
+    state = spec.state_dir
     _rotate_log(state.log_file)
     write_agy_settings(state.gemini_dir)
     terminal = await asyncio.to_thread(
         terminal_host.start,
         name,
         build_argv(spec, csrf_token=token, conversation=resume.cascade_id if resume else None),
-        cwd=where,
+        cwd=spec.cwd or spec.workspace,
         env=_agy_env(spec),
         unset_env=tuple(name for name in AGY_CHILD_ENV if name not in spec.env),
         # The harness's environment of now, not the tmux server's: the server keeps the one
@@ -220,52 +267,34 @@ async def launch_agy(
         follows_tui=resume.follows_tui if resume else False,
         workspace=str(spec.workspace),
     )
-    # Recorded before waiting, so a harness that dies now can still find and stop it.
     state.write_record(record)
-    try:
-        pin = await wait_ready(
-            terminal,
-            pid=pid,
-            log_file=state.log_file,
-            csrf_token=token,
-            deadline=spec.ready_timeout,
-            ready_check=ready_check,
-        )
-    except DiscoveryError as exc:
-        # Leave a dead pane (its screen explains the failure) but never a live half-ready agy.
-        if terminal.is_alive():
-            await asyncio.to_thread(terminal.stop)
-        # The conversation an earlier agy was on stays the one to resume: a failed launch
-        # never loses it.
-        if earlier is not None and earlier.cascade_id:
-            state.write_record(earlier)
-        else:
-            state.clear_record()
-        why = could_not_enter(terminal.capture(history=True))
-        if why is not None:
-            spelling = f" (through {str(where)!r})" if where != spec.workspace else ""
-            raise WorkspaceUnreachableError(
-                f"agy was not started: could not enter the folder {str(spec.workspace)!r}"
-                f"{spelling}: {why}",
-                folder=spec.workspace,
-            ) from exc
-        raise
-    port = pin.port
-    state.update_record(lambda stored: replace(stored, port=port) if stored.pid == pid else stored)
-    agy = AgyProcess(
-        pid,
-        port,
-        token,
-        state.log_file,
-        terminal,
-        state,
-        record.cascade_id,
-        record.follows_tui,
-        pin=pin,
-    )
-    if resume is not None:
-        agy.resumed_after = resume.stopped_reason or "it was no longer running"
-    return agy
+    return terminal, record
+
+
+async def _never_ready(
+    terminal: AgyTerminal, spec: AgyLaunchSpec, earlier: AgyRecord | None, exc: DiscoveryError
+) -> None:
+    """agy never became ready: stopped, its record put back, and a folder it could not enter
+    said as such (raised); else the caller raises ``exc``."""
+    # Leave a dead pane (its screen explains the failure) but never a live half-ready agy.
+    if terminal.is_alive():
+        await asyncio.to_thread(terminal.stop)
+    state = spec.state_dir
+    # The conversation an earlier agy was on stays the one to resume: a failed launch
+    # never loses it.
+    if earlier is not None and earlier.cascade_id:
+        state.write_record(earlier)
+    else:
+        state.clear_record()
+    why = could_not_enter(terminal.capture(history=True))
+    if why is not None:
+        where = spec.cwd or spec.workspace
+        spelling = f" (through {str(where)!r})" if where != spec.workspace else ""
+        raise WorkspaceUnreachableError(
+            f"agy was not started: could not enter the folder {str(spec.workspace)!r}"
+            f"{spelling}: {why}",
+            folder=spec.workspace,
+        ) from exc
 
 
 async def reattach(

@@ -40,7 +40,7 @@ from omnigent_agy.errors import StateDirError
 
 __all__ = [
     "DELETION_MARKER_FILE",
-    "Conversation",
+    "KeptConversation",
     "Removal",
     "conversations",
     "deleted_marker",
@@ -80,7 +80,7 @@ def deleted_marker(state_dir: Path) -> Path | None:
 
 
 @dataclass(frozen=True, slots=True)
-class Conversation:
+class KeptConversation:
     """One conversation's private state as `ps` and `prune` see it."""
 
     key: str
@@ -161,10 +161,10 @@ def _state_dirs(root: Path) -> Iterator[Path]:
             yield directory
 
 
-def conversations(base: Path | None = None) -> list[Conversation]:
+def conversations(base: Path | None = None) -> list[KeptConversation]:
     """Every conversation's private state under ``base`` (default: the configured one)."""
     root = (base or default_state_base()).expanduser()
-    found: list[Conversation] = []
+    found: list[KeptConversation] = []
     for directory in _state_dirs(root):
         try:
             agy = recorded(directory)
@@ -172,7 +172,7 @@ def conversations(base: Path | None = None) -> list[Conversation]:
             agy = None
         activity = read_activity(SessionStateDir(directory))
         found.append(
-            Conversation(
+            KeptConversation(
                 key=directory.name,
                 path=directory,
                 disk=disk_usage(directory),

@@ -13,7 +13,7 @@ from omnigent_agy.onboarding.config import load_config, parse_duration
 
 if TYPE_CHECKING:
     from omnigent_agy.agy.keep import KeepPolicy
-    from omnigent_agy.agy.retention import Conversation
+    from omnigent_agy.agy.retention import KeptConversation
 
 DESCRIPTION = """\
 Remove the private state of conversations (a copy of your sign-in, agy's store of the
@@ -25,11 +25,11 @@ conversation starts agy afresh: omnigent still shows the history, agy no longer 
 
 
 def _chosen(
-    args: argparse.Namespace, found: dict[str, Conversation], policy: KeepPolicy, moment: float
-) -> list[tuple[Conversation, str]]:
+    args: argparse.Namespace, found: dict[str, KeptConversation], policy: KeepPolicy, moment: float
+) -> list[tuple[KeptConversation, str]]:
     """The conversations to remove, each with why; held ones are said and left out."""
     older = parse_duration(args.older_than, "--older-than") if args.older_than else None
-    chosen: list[tuple[Conversation, str]] = []
+    chosen: list[tuple[KeptConversation, str]] = []
     for key, state in found.items():
         reason = state.due(policy, moment)
         if key in args.conversation or args.all:
@@ -46,7 +46,7 @@ def _chosen(
     return chosen
 
 
-def _remove(chosen: list[tuple[Conversation, str]], *, really: bool) -> tuple[int, int]:
+def _remove(chosen: list[tuple[KeptConversation, str]], *, really: bool) -> tuple[int, int]:
     """Show or remove them; the bytes they took and how many removals failed."""
     from omnigent_agy.agy.retention import forget  # noqa: PLC0415 - as for ps
 
@@ -72,7 +72,7 @@ def _remove(chosen: list[tuple[Conversation, str]], *, really: bool) -> tuple[in
     return total, failed
 
 
-def _say_failed(state: Conversation, exc: BaseException) -> None:
+def _say_failed(state: KeptConversation, exc: BaseException) -> None:
     what = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     where = getattr(exc, "filename", None) or state.path
     print(

@@ -13,7 +13,7 @@ from omnigent_agy.onboarding.config import load_config
 
 if TYPE_CHECKING:
     from omnigent_agy.agy.keep import KeepPolicy
-    from omnigent_agy.agy.retention import Conversation
+    from omnigent_agy.agy.retention import KeptConversation
 
 
 def _ps(args: argparse.Namespace) -> int:
@@ -56,7 +56,7 @@ def _ps(args: argparse.Namespace) -> int:
     return 0
 
 
-def _state_line(state: Conversation | None, policy: KeepPolicy, moment: float) -> str:
+def _state_line(state: KeptConversation | None, policy: KeepPolicy, moment: float) -> str:
     if state is None:
         return ""
     due = state.due(policy, moment)

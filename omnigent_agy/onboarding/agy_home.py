@@ -52,7 +52,7 @@ from omnigent_agy.failure_catalogue import (
     FailureKind,
     kind_for_code,
 )
-from omnigent_agy.onboarding.checks import CheckResult, Status
+from omnigent_agy.onboarding.checks import DoctorLine, Status
 from omnigent_agy.onboarding.config import AgyConfig
 
 __all__ = [
@@ -98,8 +98,8 @@ def workspace_trust(
     )
 
 
-def _failed(name: str, summary: str, kind: FailureKind) -> CheckResult:
-    return CheckResult(name, Status.FAIL, summary, kind.remediation, kind.code)
+def _failed(name: str, summary: str, kind: FailureKind) -> DoctorLine:
+    return DoctorLine(name, Status.FAIL, summary, kind.remediation, kind.code)
 
 
 def _json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -133,18 +133,18 @@ _TOKEN_KEYS = ("access_token", "refresh_token", "accessToken", "refreshToken")
 
 def _signed_in(
     gemini_dir: Path, settings: Mapping[str, object], env: Mapping[str, str]
-) -> CheckResult:
+) -> DoctorLine:
     name = "agy's folder: signed in"
     found = _has_token(gemini_dir)
     if found is not None:
-        return CheckResult(name, Status.OK, f"sign-in copied ({found})")
+        return DoctorLine(name, Status.OK, f"sign-in copied ({found})")
     if env.get(API_KEY_ENV, "").strip() and settings.get("modelProvider") == "gemini":
-        return CheckResult(name, Status.OK, f"{API_KEY_ENV} with modelProvider gemini")
+        return DoctorLine(name, Status.OK, f"{API_KEY_ENV} with modelProvider gemini")
     if sys.platform == "darwin":
         # §1b: on macOS >= 1.1.7 the token is in the Keychain of the real HOME, which stays
         # real; no file shows it, `agy models` checks it.
-        return CheckResult(name, Status.OK, "the macOS Keychain (HOME stays real)")
-    return CheckResult(
+        return DoctorLine(name, Status.OK, "the macOS Keychain (HOME stays real)")
+    return DoctorLine(
         name,
         Status.FAIL,
         f"agy's private folder {gemini_dir} holds no sign-in: no "
@@ -156,9 +156,7 @@ def _signed_in(
     )
 
 
-def check_gemini_dir(
-    gemini_dir: Path, workspace: Path, env: Mapping[str, str]
-) -> list[CheckResult]:
+def check_gemini_dir(gemini_dir: Path, workspace: Path, env: Mapping[str, str]) -> list[DoctorLine]:
     """The seeded folder as the agy started with ``--gemini_dir gemini_dir`` sees it."""
     settings, broken = _json(gemini_dir / SETTINGS_FILE)
     if broken is not None:
@@ -171,12 +169,12 @@ def check_gemini_dir(
     return results
 
 
-def _onboarding(gemini_dir: Path) -> CheckResult:
+def _onboarding(gemini_dir: Path) -> DoctorLine:
     name = "agy's folder: onboarding"
     state, broken = _json(gemini_dir / ONBOARDING_FILE)
     missing = [flag for flag in ONBOARDING_FLAGS if not (state or {}).get(flag)]
     if broken is None and not missing:
-        return CheckResult(name, Status.OK, "finished")
+        return DoctorLine(name, Status.OK, "finished")
     detail = broken or f"{gemini_dir / ONBOARDING_FILE} lacks {', '.join(missing)}"
     return _failed(
         name,
@@ -185,13 +183,13 @@ def _onboarding(gemini_dir: Path) -> CheckResult:
     )
 
 
-def _trusted(settings: Mapping[str, object], workspace: Path) -> CheckResult:
+def _trusted(settings: Mapping[str, object], workspace: Path) -> DoctorLine:
     name = "agy's folder: workspace trusted"
     trusted = settings.get("trustedWorkspaces")
     # Exactly the path agy is started in: agy compares the spelling (docs/wire.md §9).
     wanted = str(workspace)
     if isinstance(trusted, list) and wanted in trusted:
-        return CheckResult(name, Status.OK, wanted)
+        return DoctorLine(name, Status.OK, wanted)
     return _failed(
         name,
         f"{wanted} is not in trustedWorkspaces: agy's trust dialog would block its terminal",
@@ -199,7 +197,7 @@ def _trusted(settings: Mapping[str, object], workspace: Path) -> CheckResult:
     )
 
 
-def _settings(settings: Mapping[str, object], gemini_dir: Path) -> CheckResult:
+def _settings(settings: Mapping[str, object], gemini_dir: Path) -> DoctorLine:
     name = "agy's folder: settings"
     if settings.get("showFeedbackSurvey") is not False:
         return _failed(
@@ -208,10 +206,10 @@ def _settings(settings: Mapping[str, object], gemini_dir: Path) -> CheckResult:
             AGY_SETTINGS_INVALID,
         )
     extras = " (with the gcp block)" if isinstance(settings.get("gcp"), dict) else ""
-    return CheckResult(name, Status.OK, f"survey off{extras}")
+    return DoctorLine(name, Status.OK, f"survey off{extras}")
 
 
-def _mcp(gemini_dir: Path) -> CheckResult:
+def _mcp(gemini_dir: Path) -> DoctorLine:
     name = "agy's folder: MCP servers"
     config, broken = _json(gemini_dir / MCP_CONFIG)
     servers = (config or {}).get("mcpServers", {})
@@ -221,10 +219,10 @@ def _mcp(gemini_dir: Path) -> CheckResult:
             broken or f"{gemini_dir / MCP_CONFIG}: mcpServers is not an object",
             AGY_SETTINGS_INVALID,
         )
-    return CheckResult(name, Status.OK, ", ".join(servers) or "none")
+    return DoctorLine(name, Status.OK, ", ".join(servers) or "none")
 
 
-def first_failure(results: list[CheckResult]) -> Failure | None:
+def first_failure(results: list[DoctorLine]) -> Failure | None:
     """The first failed check as the failure a turn stops with."""
     for result in results:
         if result.status is Status.FAIL and result.code is not None:
@@ -234,15 +232,13 @@ def first_failure(results: list[CheckResult]) -> Failure | None:
     return None
 
 
-def doctor_checks(config: AgyConfig, workspace: Path, env: Mapping[str, str]) -> list[CheckResult]:
+def doctor_checks(config: AgyConfig, workspace: Path, env: Mapping[str, str]) -> list[DoctorLine]:
     """The workspace as agy will be given it and who trusts it; then a scratch folder seeded as
     a conversation's would be once the workspace is trusted, checked, and removed."""
     try:
         base = SessionStateDir.open("doctor").path
     except Exception as exc:  # noqa: BLE001 - reported as a line of the report
-        return [
-            CheckResult("agy's folder", Status.FAIL, str(exc), None, AGY_STATE_DIR_INVALID.code)
-        ]
+        return [DoctorLine("agy's folder", Status.FAIL, str(exc), None, AGY_STATE_DIR_INVALID.code)]
     scratch = Path(tempfile.mkdtemp(prefix="gemini-", dir=base))
     try:
         where, results = _workspace_check(workspace, base, env)
@@ -251,9 +247,9 @@ def doctor_checks(config: AgyConfig, workspace: Path, env: Mapping[str, str]) ->
         try:
             report = seed_gemini_dir(scratch, seed, fresh=True)
         except SeedError as exc:
-            failed = CheckResult("agy's folder", Status.FAIL, str(exc), exc.remediation, exc.code)
+            failed = DoctorLine("agy's folder", Status.FAIL, str(exc), exc.remediation, exc.code)
             return [*results, failed]
-        source = CheckResult(
+        source = DoctorLine(
             "agy's folder",
             Status.OK,
             f"seeded from {seed.source}: MCP servers {seed.mcp_selection.describe()}; "
@@ -267,33 +263,33 @@ def doctor_checks(config: AgyConfig, workspace: Path, env: Mapping[str, str]) ->
 
 def _workspace_check(
     workspace: Path, base: Path, env: Mapping[str, str]
-) -> tuple[AgyWorkspace, list[CheckResult]]:
+) -> tuple[AgyWorkspace, list[DoctorLine]]:
     """The path agy gets for ``workspace`` (a link is made and removed again, to prove it can)."""
     name = "workspace"
     try:
         where = prepare_workspace(workspace, "doctor", base, env)
     except WorkspaceHiddenError as exc:
-        failed = CheckResult(name, Status.FAIL, str(exc), exc.remediation, exc.code)
+        failed = DoctorLine(name, Status.FAIL, str(exc), exc.remediation, exc.code)
         return AgyWorkspace(workspace, workspace), [failed]
     if not where.linked:
-        return where, [CheckResult(name, Status.OK, f"{where.person}")]
+        return where, [DoctorLine(name, Status.OK, f"{where.person}")]
     summary = (
         f"{where.person} is inside a hidden folder, which agy would ignore (docs/wire.md §9): "
         f"agy is given a private link to it, like {where.agy}"
     )
-    return where, [CheckResult(name, Status.OK, summary)]
+    return where, [DoctorLine(name, Status.OK, summary)]
 
 
-def _trust_check(config: AgyConfig, env: Mapping[str, str], workspace: Path) -> CheckResult:
+def _trust_check(config: AgyConfig, env: Mapping[str, str], workspace: Path) -> DoctorLine:
     name = "workspace trusted"
     try:
         trust = workspace_trust(config, env)
         trusted = trust.trusted_by(workspace)
         earlier = trust.earlier_answer(workspace)
     except TrustFileError as exc:
-        return CheckResult(name, Status.FAIL, str(exc), exc.remediation, exc.code)
+        return DoctorLine(name, Status.FAIL, str(exc), exc.remediation, exc.code)
     if trusted is not None:
-        return CheckResult(name, Status.OK, f"by {trusted.describe()}")
+        return DoctorLine(name, Status.OK, f"by {trusted.describe()}")
     # Not a fault: a session's first message asks the person (a card) before agy starts.
     state = "not yet" if earlier is None else "not for what it holds now (changed since your yes)"
     summary = (
@@ -305,4 +301,4 @@ def _trust_check(config: AgyConfig, env: Mapping[str, str], workspace: Path) -> 
     if listed:
         runs = "; ".join(f"({number}) {line}" for number, line in enumerate(listed, 1))
         summary += f"; trusting it lets this project make agy run: {runs}"
-    return CheckResult(name, Status.OK, summary)
+    return DoctorLine(name, Status.OK, summary)

@@ -1,9 +1,9 @@
 """The onboarding checks, one function each: ``omnigent-agy doctor`` and the pre-flight.
 
-Each check returns a :class:`CheckResult`. They are public one by one because the
+Each check returns a :class:`DoctorLine`. They are public one by one because the
 executor's pre-flight (``omnigent_agy.onboarding.doctor.preflight``) runs some of the same
 checks and turns the first failure into a
-:class:`~omnigent_agy.failure_catalogue.Failure` (``CheckResult.code`` names it), so the
+:class:`~omnigent_agy.failure_catalogue.Failure` (``DoctorLine.code`` names it), so the
 doctor and the error card never disagree.
 
 Every check tolerates a missing, broken or hanging agy: subprocesses run without a terminal,
@@ -52,7 +52,7 @@ from omnigent_agy.onboarding.executable import installer_bin, named_executable, 
 
 __all__ = [
     "AgyVersionCheck",
-    "CheckResult",
+    "DoctorLine",
     "Status",
     "check_agy_on_path",
     "check_agy_version",
@@ -82,7 +82,7 @@ class Status(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class CheckResult:
+class DoctorLine:
     """One line of the doctor's report. ``code`` is the failure code a FAIL stops a turn with;
     ``details`` are more lines shown under it (the quota's model groups)."""
 
@@ -94,8 +94,8 @@ class CheckResult:
     details: tuple[str, ...] = ()
 
 
-def _from_failure(name: str, failure: Failure) -> CheckResult:
-    return CheckResult(name, Status.FAIL, failure.message, failure.remediation, failure.code)
+def _from_failure(name: str, failure: Failure) -> DoctorLine:
+    return DoctorLine(name, Status.FAIL, failure.message, failure.remediation, failure.code)
 
 
 # -- subprocesses ----------------------------------------------------------------------------
@@ -163,20 +163,20 @@ def _executable_source(config: AgyConfig, env: Mapping[str, str], executable: Pa
     return source
 
 
-def check_agy_on_path(config: AgyConfig, env: Mapping[str, str] | None = None) -> CheckResult:
+def check_agy_on_path(config: AgyConfig, env: Mapping[str, str] | None = None) -> DoctorLine:
     """The agy executable resolves (``OMNIGENT_AGY_CLI_PATH``, config, PATH)."""
     env = os.environ if env is None else env
     try:
         executable = resolve_executable(config, env)
     except AgyNotFoundError as exc:
-        return CheckResult(
+        return DoctorLine(
             "agy executable",
             Status.FAIL,
             str(exc.args[0]).removesuffix(f". {exc.remediation}"),
             exc.remediation,
             exc.code,
         )
-    return CheckResult(
+    return DoctorLine(
         "agy executable",
         Status.OK,
         f"{executable} (from {_executable_source(config, env, executable)})",
@@ -188,7 +188,7 @@ class AgyVersionCheck:
     """The doctor's line for ``agy --version`` and the version it read (``shown``: the line
     agy printed, scrubbed; None when none could be read)."""
 
-    result: CheckResult
+    result: DoctorLine
     shown: str | None = None
     number: tuple[int, int, int] | None = None
 
@@ -215,7 +215,7 @@ def read_agy_version(
     shown = next((line for line in lines if parse_version(line)), None) or _tail(ran.stdout)
     version = parse_version(shown)
     if version is None:
-        unread = CheckResult(
+        unread = DoctorLine(
             name,
             Status.WARN,
             f"cannot read a version in {shown!r}",
@@ -228,21 +228,21 @@ def read_agy_version(
         return AgyVersionCheck(_from_failure(name, too_old_failure(shown)), shown, version)
     if verdict is Support.UNTESTED:
         summary, remedy = untested_warning(shown)
-        return AgyVersionCheck(CheckResult(name, Status.WARN, summary, remedy), shown, version)
-    tested = CheckResult(name, Status.OK, f"{shown} (tested: {TESTED_TEXT})")
+        return AgyVersionCheck(DoctorLine(name, Status.WARN, summary, remedy), shown, version)
+    tested = DoctorLine(name, Status.OK, f"{shown} (tested: {TESTED_TEXT})")
     return AgyVersionCheck(tested, shown, version)
 
 
 def check_agy_version(
     executable: Path, *, timeout: float = VERSION_TIMEOUT, env: Mapping[str, str] | None = None
-) -> CheckResult:
+) -> DoctorLine:
     """The doctor's line of :func:`read_agy_version`."""
     return read_agy_version(executable, timeout=timeout, env=env).result
 
 
 def check_signed_in(
     executable: Path, *, timeout: float = MODELS_TIMEOUT, env: Mapping[str, str] | None = None
-) -> CheckResult:
+) -> DoctorLine:
     """``agy models`` exits 0 only when agy is signed in (docs/wire.md §1)."""
     name = "agy signed in"
     try:
@@ -251,7 +251,7 @@ def check_signed_in(
         return _from_failure(name, AGY_LAUNCH_FAILED.failure(f"cannot run {executable}: {exc}"))
     if ran.returncode is None:
         # Not proof of anything (agy may be slow to reach Google): a warning, not a stop.
-        return CheckResult(
+        return DoctorLine(
             name,
             Status.WARN,
             f"`agy models` did not answer within {timeout:g} s",
@@ -262,20 +262,20 @@ def check_signed_in(
     return _listed_models(name, parse_models_output(ran.stdout))
 
 
-def _listed_models(name: str, listing: ModelsListing) -> CheckResult:
+def _listed_models(name: str, listing: ModelsListing) -> DoctorLine:
     """What a successful ``agy models`` listed, in any of its forms (docs/wire.md §9)."""
     count = len(listing.models)
     unread = (
         f"; {len(listing.unread)} line(s) of its output not understood" if listing.unread else ""
     )
     if not count and not listing.unread:
-        return CheckResult(
+        return DoctorLine(
             name,
             Status.WARN,
             "`agy models` succeeded but listed no model",
             "Run `agy models` in a terminal: an account without models cannot run a turn",
         )
-    return CheckResult(name, Status.OK, f"signed in; agy offers {count} models{unread}")
+    return DoctorLine(name, Status.OK, f"signed in; agy offers {count} models{unread}")
 
 
 # -- the rest of the machine -----------------------------------------------------------------
@@ -286,24 +286,24 @@ def _tmux_version(text: str) -> tuple[int, int, str] | None:
     return (int(match[1]), int(match[2]), match[3]) if match else None
 
 
-def check_tmux(*, timeout: float = VERSION_TIMEOUT) -> CheckResult:
+def check_tmux(*, timeout: float = VERSION_TIMEOUT) -> DoctorLine:
     """tmux is installed and new enough for libtmux; needs no tmux server or ``$TMUX``."""
     name = "tmux"
     minimum = f"{MIN_TMUX[0]}.{MIN_TMUX[1]}{MIN_TMUX[2]}"
     remedy = f"Install tmux {minimum} or newer (`apt install tmux`, `brew install tmux`)"
     tmux = shutil.which("tmux")
     if tmux is None:
-        return CheckResult(name, Status.FAIL, "tmux is not on PATH", remedy, AGY_TMUX_FAILED.code)
+        return DoctorLine(name, Status.FAIL, "tmux is not on PATH", remedy, AGY_TMUX_FAILED.code)
     env = {k: v for k, v in os.environ.items() if k not in TMUX_CLIENT_ENV}
     try:
         ran = _run([tmux, "-V"], timeout=timeout, env=env)
     except OSError as exc:
-        return CheckResult(
+        return DoctorLine(
             name, Status.FAIL, f"cannot run {tmux}: {exc}", remedy, AGY_TMUX_FAILED.code
         )
     shown = _tail(ran.stdout) or _tail(ran.stderr)
     if ran.returncode != 0:
-        return CheckResult(
+        return DoctorLine(
             name,
             Status.FAIL,
             _exited("tmux -V", ran)
@@ -314,19 +314,19 @@ def check_tmux(*, timeout: float = VERSION_TIMEOUT) -> CheckResult:
         )
     version = _tmux_version(shown)
     if version is None:
-        return CheckResult(name, Status.WARN, f"{tmux}: cannot read a version in {shown!r}", remedy)
+        return DoctorLine(name, Status.WARN, f"{tmux}: cannot read a version in {shown!r}", remedy)
     if version < MIN_TMUX:
-        return CheckResult(
+        return DoctorLine(
             name, Status.FAIL, f"{shown} is older than {minimum}", remedy, AGY_TMUX_FAILED.code
         )
-    return CheckResult(name, Status.OK, f"{shown} ({tmux})")
+    return DoctorLine(name, Status.OK, f"{shown} ({tmux})")
 
 
 def _numbers(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
 
 
-def judge_runtime(python: Sequence[int], omnigent_version: str | None) -> CheckResult:
+def judge_runtime(python: Sequence[int], omnigent_version: str | None) -> DoctorLine:
     """The Python and omnigent versions against what this package needs."""
     name = "python and omnigent"
     shown_python = ".".join(map(str, python[:3]))
@@ -334,27 +334,27 @@ def judge_runtime(python: Sequence[int], omnigent_version: str | None) -> CheckR
     wanted = f"omnigent>={low[0]}.{low[1]},<{high[0]}.{high[1]}"
     fix = f"Install it in the same environment: `pip install '{wanted}'`"
     if tuple(python[:2]) < MIN_PYTHON:
-        return CheckResult(
+        return DoctorLine(
             name,
             Status.FAIL,
             f"Python {shown_python} is older than 3.12",
             "Reinstall omnigent-agy with Python 3.12 or newer",
         )
     if omnigent_version is None:
-        return CheckResult(
+        return DoctorLine(
             name, Status.FAIL, f"Python {shown_python}; omnigent is not installed", fix
         )
     if not low <= _numbers(omnigent_version)[:2] < high:
-        return CheckResult(
+        return DoctorLine(
             name,
             Status.FAIL,
             f"Python {shown_python}; omnigent {omnigent_version} is not {wanted}",
             fix,
         )
-    return CheckResult(name, Status.OK, f"Python {shown_python}, omnigent {omnigent_version}")
+    return DoctorLine(name, Status.OK, f"Python {shown_python}, omnigent {omnigent_version}")
 
 
-def check_python_and_omnigent() -> CheckResult:
+def check_python_and_omnigent() -> DoctorLine:
     """This interpreter and the installed omnigent distribution."""
     try:
         omnigent_version: str | None = importlib.metadata.version("omnigent")
@@ -363,7 +363,7 @@ def check_python_and_omnigent() -> CheckResult:
     return judge_runtime(sys.version_info[:3], omnigent_version)
 
 
-def check_enabled(config: AgyConfig, env: Mapping[str, str] | None = None) -> CheckResult:
+def check_enabled(config: AgyConfig, env: Mapping[str, str] | None = None) -> DoctorLine:
     """The enable flag and where it comes from (the environment wins over the file)."""
     env = os.environ if env is None else env
     name = "enabled"
@@ -372,20 +372,20 @@ def check_enabled(config: AgyConfig, env: Mapping[str, str] | None = None) -> Ch
         word = "enabled" if config.enabled else "disabled"
         summary = f"{word} by {ENV_ENABLED}={env.get(ENV_ENABLED, '').strip()}"
         if not config.enabled:
-            return CheckResult(name, Status.FAIL, summary, f"Unset {ENV_ENABLED} or set it to 1")
+            return DoctorLine(name, Status.FAIL, summary, f"Unset {ENV_ENABLED} or set it to 1")
         try:
             in_file = load_config(config.path, env={}).enabled
         except ConfigError:
             in_file = False
         if not in_file:
             # omnigent processes started from another shell will not see this variable.
-            return CheckResult(
+            return DoctorLine(
                 name, Status.WARN, f"{summary} only; {config.path} does not enable it", enable
             )
-        return CheckResult(name, Status.OK, f"{summary} (and in {config.path})")
+        return DoctorLine(name, Status.OK, f"{summary} (and in {config.path})")
     if config.enabled:
-        return CheckResult(name, Status.OK, f"enabled by {KEY}.enabled in {config.path}")
+        return DoctorLine(name, Status.OK, f"enabled by {KEY}.enabled in {config.path}")
     where = "is false" if config.enabled_source == "file" else "is not set"
-    return CheckResult(
+    return DoctorLine(
         name, Status.FAIL, f"disabled: {KEY}.enabled {where} in {config.path}", enable
     )

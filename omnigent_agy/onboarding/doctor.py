@@ -34,7 +34,7 @@ from omnigent_agy.failure_catalogue import (
 from omnigent_agy.interactions.hooks import get_plugin_manager, onboarding_checks
 from omnigent_agy.onboarding.agy_home import doctor_checks
 from omnigent_agy.onboarding.checks import (
-    CheckResult,
+    DoctorLine,
     Status,
     check_agy_on_path,
     check_agy_version,
@@ -52,7 +52,7 @@ from omnigent_agy.onboarding.instructions import check_instructions_file
 from omnigent_agy.onboarding.quota import check_quota
 
 __all__ = [
-    "CheckResult",
+    "DoctorLine",
     "Status",
     "check_agy_on_path",
     "check_agy_version",
@@ -75,13 +75,13 @@ __all__ = [
 ]
 
 
-def plugin_checks(manager: pluggy.PluginManager | None = None) -> list[CheckResult]:
+def plugin_checks(manager: pluggy.PluginManager | None = None) -> list[DoctorLine]:
     """The checks plugins registered through ``agy_onboarding_checks``, run one by one."""
     try:
         manager = manager or get_plugin_manager()
     except PluginLoadError as exc:
         return [
-            CheckResult(
+            DoctorLine(
                 "plugins",
                 Status.FAIL,
                 str(exc),
@@ -95,7 +95,7 @@ def plugin_checks(manager: pluggy.PluginManager | None = None) -> list[CheckResu
             outcome = check.run()
         except Exception as exc:  # noqa: BLE001 - a plugin's bug is reported, not raised
             results.append(
-                CheckResult(
+                DoctorLine(
                     check.name,
                     Status.FAIL,
                     scrub(f"the check raised {type(exc).__name__}: {exc}"),
@@ -105,15 +105,15 @@ def plugin_checks(manager: pluggy.PluginManager | None = None) -> list[CheckResu
             continue
         status = Status.OK if outcome.ok else Status.FAIL
         remedy = scrub(outcome.remediation) if outcome.remediation else None
-        results.append(CheckResult(check.name, status, scrub(outcome.detail), remedy))
+        results.append(DoctorLine(check.name, status, scrub(outcome.detail), remedy))
     return results
 
 
 # -- the whole report ------------------------------------------------------------------------
 
 
-def _skipped(name: str, why: str) -> CheckResult:
-    return CheckResult(name, Status.SKIP, why)
+def _skipped(name: str, why: str) -> DoctorLine:
+    return DoctorLine(name, Status.SKIP, why)
 
 
 def run_doctor(
@@ -123,7 +123,7 @@ def run_doctor(
     fix_instructions: bool = False,
     env: Mapping[str, str] | None = None,
     manager: pluggy.PluginManager | None = None,
-) -> list[CheckResult]:
+) -> list[DoctorLine]:
     """Every check, in the order a person fixes things; plugin checks last."""
     results = [check_python_and_omnigent(), check_enabled(config, env)]
     on_path = check_agy_on_path(config, env)
@@ -154,7 +154,7 @@ def doctor_report(
     *,
     fix_instructions: bool = False,
     env: Mapping[str, str] | None = None,
-) -> list[CheckResult]:
+) -> list[DoctorLine]:
     """:func:`run_doctor` for the config file at ``config_path``, reporting it if it is invalid.
 
     With an invalid file the other checks still run, on the defaults and the environment.
@@ -162,7 +162,7 @@ def doctor_report(
     try:
         config = load_config(config_path, env=env)
     except ConfigError as exc:
-        broken = CheckResult(
+        broken = DoctorLine(
             "configuration",
             Status.FAIL,
             str(exc),
@@ -203,12 +203,12 @@ _MARKS = {Status.OK: "✓", Status.WARN: "!", Status.FAIL: "✗", Status.SKIP: "
 _ASCII_MARKS = {Status.OK: "ok", Status.WARN: "!!", Status.FAIL: "XX", Status.SKIP: "--"}
 
 
-def exit_code(results: Sequence[CheckResult]) -> int:
+def exit_code(results: Sequence[DoctorLine]) -> int:
     """0 when no check failed (warnings are fine), 1 otherwise."""
     return 1 if any(r.status is Status.FAIL for r in results) else 0
 
 
-def render(results: Sequence[CheckResult], *, unicode: bool = True) -> str:
+def render(results: Sequence[DoctorLine], *, unicode: bool = True) -> str:
     """One line per check, the remediation under each failure and warning, then a tally."""
     marks = _MARKS if unicode else _ASCII_MARKS
     width = max((len(r.name) for r in results), default=0)
@@ -230,7 +230,7 @@ def render(results: Sequence[CheckResult], *, unicode: bool = True) -> str:
     return "\n".join(lines)
 
 
-def render_json(results: Sequence[CheckResult]) -> str:
+def render_json(results: Sequence[DoctorLine]) -> str:
     """The report as JSON: ``{"ok": bool, "checks": [{name, status, summary, ...}]}``."""
     checks = [{**asdict(r), "status": r.status.value} for r in results]
     return json.dumps({"ok": exit_code(results) == 0, "checks": checks}, indent=2)

@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
-from omnigent_agy.onboarding.checks import CheckResult, Status
+from omnigent_agy.onboarding.checks import DoctorLine, Status
 
 __all__ = [
     "AGY_INSTRUCTION_FILES",
@@ -73,25 +73,25 @@ def write_agents_md(workspace: Path) -> Path:
 # One return per situation reads better than a shared exit.
 def check_instructions_file(  # noqa: PLR0911
     workspace: Path, *, fix: bool = False
-) -> CheckResult:
+) -> DoctorLine:
     """agy reads AGENTS.md / GEMINI.md: warn when only CLAUDE.md exists; ``fix`` creates one."""
     name = "instructions file"
     state = inspect_instructions(workspace)
     if state.found is Instructions.NO_WORKSPACE:
-        return CheckResult(
+        return DoctorLine(
             name,
             Status.WARN,
             f"workspace {workspace} is not a directory",
             "Pass the project directory: `omnigent-agy doctor --workspace DIR`",
         )
     if state.found is Instructions.FOR_AGY:
-        return CheckResult(name, Status.OK, f"{' and '.join(state.files)} in {workspace}")
+        return DoctorLine(name, Status.OK, f"{' and '.join(state.files)} in {workspace}")
     if state.found is Instructions.NONE:
-        return CheckResult(
+        return DoctorLine(
             name, Status.OK, f"none in {workspace} (optional: agy reads AGENTS.md or GEMINI.md)"
         )
     if not fix:
-        return CheckResult(
+        return DoctorLine(
             name,
             Status.WARN,
             f"only {CLAUDE_FILE} in {workspace}: agy reads AGENTS.md or GEMINI.md, "
@@ -101,12 +101,12 @@ def check_instructions_file(  # noqa: PLR0911
     try:
         created = write_agents_md(workspace)
     except FileExistsError:  # created meanwhile: it is the user's, leave it
-        return CheckResult(name, Status.OK, f"AGENTS.md appeared in {workspace}; left as it is")
+        return DoctorLine(name, Status.OK, f"AGENTS.md appeared in {workspace}; left as it is")
     except OSError as exc:
-        return CheckResult(
+        return DoctorLine(
             name,
             Status.FAIL,
             f"cannot create AGENTS.md in {workspace}: {exc}",
             f"Copy {CLAUDE_FILE} to AGENTS.md by hand",
         )
-    return CheckResult(name, Status.OK, f"created {created} from {CLAUDE_FILE}")
+    return DoctorLine(name, Status.OK, f"created {created} from {CLAUDE_FILE}")

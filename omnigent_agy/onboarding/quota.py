@@ -24,7 +24,7 @@ from typing import Final
 from omnigent_agy.agy.running import RunningAgy, list_running
 from omnigent_agy.errors import AgyError
 from omnigent_agy.failure_catalogue import Failure, quota_exhausted_failure, scrub
-from omnigent_agy.onboarding.checks import CheckResult, Status
+from omnigent_agy.onboarding.checks import DoctorLine, Status
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.discovery import pin_if_ours
 from omnigent_agy.rpc.listeners import is_port_owned_by
@@ -193,12 +193,12 @@ async def ask_running_agy(base: Path | None = None) -> AskedQuota | None:
 
 def check_quota(
     base: Path | None = None, *, now: datetime | None = None, tz: tzinfo | None = None
-) -> CheckResult:
+) -> DoctorLine:
     """The doctor's line: the plan and each group's quota, warning when one is used up."""
     name = "agy quota"
     asked = asyncio.run(ask_running_agy(base))
     if asked is None:
-        return CheckResult(name, Status.SKIP, NO_AGY)
+        return DoctorLine(name, Status.SKIP, NO_AGY)
     moment = now or datetime.now().astimezone()
     lines = quota_lines(asked.quota, moment, tz)
     summary = asked.quota.summary
@@ -206,17 +206,17 @@ def check_quota(
     source = f"asked the agy of {asked.agy.key}"
     details = tuple(lines[1:])
     if not groups:
-        return CheckResult(name, Status.SKIP, f"{lines[0]}; {source}", details=details)
+        return DoctorLine(name, Status.SKIP, f"{lines[0]}; {source}", details=details)
     empty = [g for g in groups if g.used_up]
     if not empty:
-        return CheckResult(name, Status.OK, f"{lines[0]}; {source}", details=details)
+        return DoctorLine(name, Status.OK, f"{lines[0]}; {source}", details=details)
     when = [
         f"{g.name} until {format_reset(g.usable_again_at, moment, tz)}"
         if g.usable_again_at is not None
         else f"{g.name} until its quota resets"
         for g in empty
     ]
-    return CheckResult(
+    return DoctorLine(
         name,
         Status.WARN,
         f"{lines[0]}; quota used up for {', '.join(g.name for g in empty)}; {source}",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Final
 
 from omnigent_agy.failure_catalogue import scrub
-from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding
 
 __all__ = ["KEPT_LINES", "Changelog", "read_changelog"]
 
@@ -74,7 +74,7 @@ def read_changelog(executable: Path, env: Mapping[str, str]) -> Changelog:
 
 
 def _info(seen: str) -> Changelog:
-    return Changelog(Finding(_FACT, Verdict.INFO, _EXPECTED, seen, _SECTION))
+    return Changelog(Finding(_FACT, FactVerdict.INFO, _EXPECTED, seen, _SECTION))
 
 
 def _lines(text: str) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from typing import Final
 
 from omnigent_agy.agy.launcher import CONVERSATION_FLAG
 from omnigent_agy.errors import AgyError, DiscoveryError, ProbeError, RpcError
-from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding
 from omnigent_agy.probe.scratch import ProbeAgy, Started
 from omnigent_agy.reading.rotation import RotationWatch
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
@@ -43,20 +43,20 @@ async def check_clear(client: RpcClient, started: Started, following: str) -> li
             await asyncio.sleep(_LOOK_EVERY)
             fresh = await watch.look(client, following)
     except (RpcError, AgyError) as exc:
-        return [Finding(fact, Verdict.FAIL, expected, str(exc), section)]
+        return [Finding(fact, FactVerdict.FAIL, expected, str(exc), section)]
     if fresh is None:
         seen = "none: the plugin would keep sending to the conversation left behind"
-        return [Finding(fact, Verdict.FAIL, expected, seen, section)]
-    findings = [Finding(fact, Verdict.PASS, expected, f"{fresh[:8]}…", section)]
+        return [Finding(fact, FactVerdict.FAIL, expected, seen, section)]
+    findings = [Finding(fact, FactVerdict.PASS, expected, f"{fresh[:8]}…", section)]
     expected = "the old conversation still answers GetConversationMetadata"
     try:
         await client.get_conversation_metadata(following)
         findings.append(
-            Finding("/clear: the old one stays", Verdict.PASS, expected, "200", section)
+            Finding("/clear: the old one stays", FactVerdict.PASS, expected, "200", section)
         )
     except RpcError as exc:
         findings.append(
-            Finding("/clear: the old one stays", Verdict.INFO, expected, str(exc), section)
+            Finding("/clear: the old one stays", FactVerdict.INFO, expected, str(exc), section)
         )
     return findings
 
@@ -75,7 +75,7 @@ async def check_resume(
         resumed = await agys.start("probe-copy", extra_flags=(CONVERSATION_FLAG, cascade_id))
     except (DiscoveryError, ProbeError, AgyError) as exc:
         seen = f"agy did not start: {exc}"
-        return [Finding(fact, Verdict.FAIL, expected, seen, section)], None
+        return [Finding(fact, FactVerdict.FAIL, expected, seen, section)], None
     agy = resumed.agy
     async with RpcClient(
         port=agy.port,
@@ -88,7 +88,9 @@ async def check_resume(
             steps = await client.get_cascade_trajectory_steps(cascade_id)
         except RpcError as exc:
             seen = f"agy started, but not on the conversation: {exc}"
-            return [Finding(fact, Verdict.FAIL, expected, seen, section)], resumed
+            return [Finding(fact, FactVerdict.FAIL, expected, seen, section)], resumed
     ok = len(steps) >= steps_before
     seen = f"{len(steps)} steps back"
-    return [Finding(fact, Verdict.PASS if ok else Verdict.FAIL, expected, seen, section)], resumed
+    return [
+        Finding(fact, FactVerdict.PASS if ok else FactVerdict.FAIL, expected, seen, section)
+    ], resumed

@@ -23,15 +23,15 @@ from typing import Final
 __all__ = [
     "ELSEWHERE",
     "FIELDS",
+    "FactVerdict",
     "Finding",
     "Seen",
-    "Verdict",
     "WireField",
     "fields_of",
 ]
 
 
-class Verdict(StrEnum):
+class FactVerdict(StrEnum):
     """A fact's outcome. INFO reports what agy showed about a fact nobody confirmed yet."""
 
     PASS = "PASS"  # noqa: S105 - a verdict, not a password
@@ -45,7 +45,7 @@ class Finding:
     """One line of the probe's table: a fact, what was expected and what agy showed."""
 
     fact: str
-    verdict: Verdict
+    verdict: FactVerdict
     expected: str
     seen: str
     section: str

@@ -24,9 +24,9 @@ from omnigent_agy.interactions.gates import (
     question_payload,
 )
 from omnigent_agy.interactions.prompts import QuestionAnswer, QuestionAnswers, QuestionForm
-from omnigent_agy.probe.facts import Finding, Seen, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding, Seen
 from omnigent_agy.probe.turn_checks import Context, TurnPlan, after_turn, find
-from omnigent_agy.probe.turns import Turn, turn_wait
+from omnigent_agy.probe.turns import ProbeExchange, turn_wait
 from omnigent_agy.reading.events import ToolCallFinished, ToolOutcome
 from omnigent_agy.reading.steps import (
     InteractionKind,
@@ -46,12 +46,12 @@ _QUIET: Final = 2.0  # seconds the stream is watched for frames while a gate is 
 _SETTLE: Final = 60.0
 
 
-def _gate(turn: Turn, kind: InteractionKind) -> Gate | None:
+def _gate(turn: ProbeExchange, kind: InteractionKind) -> Gate | None:
     found = [g for g in _open_gates(turn) if g.request.kind == kind]
     return found[-1] if found else None
 
 
-def _no_gate(turn: Turn, kind: str, fact: str, expected: str, section: str) -> Finding:
+def _no_gate(turn: ProbeExchange, kind: str, fact: str, expected: str, section: str) -> Finding:
     """Why a gate turn saw no gate: the model did something else, or ran without asking."""
     ran = [s for _, s in turn.of_type(kind) if is_settled(step_status(s))]
     if ran:
@@ -60,11 +60,11 @@ def _no_gate(turn: Turn, kind: str, fact: str, expected: str, section: str) -> F
         seen = "the model answered without using the tool: no gate to check"
     else:
         seen = turn.stream_error or "no gate within the probe's wait"
-    verdict = Verdict.FAIL if turn.stream_error else Verdict.SKIP
+    verdict = FactVerdict.FAIL if turn.stream_error else FactVerdict.SKIP
     return Finding(fact, verdict, expected, seen, section)
 
 
-async def _watch_gate(ctx: Context, turn: Turn, kind: InteractionKind) -> Gate | None:
+async def _watch_gate(ctx: Context, turn: ProbeExchange, kind: InteractionKind) -> Gate | None:
     try:
         await turn_wait(turn, lambda t: _gate(t, kind) is not None or t.ended(), ctx.timeout)
     except TimeoutError:
@@ -72,7 +72,7 @@ async def _watch_gate(ctx: Context, turn: Turn, kind: InteractionKind) -> Gate |
     return _gate(turn, kind)
 
 
-async def _listing_while_waiting(ctx: Context, turn: Turn, gate: Gate) -> Finding:
+async def _listing_while_waiting(ctx: Context, turn: ProbeExchange, gate: Gate) -> Finding:
     """GetAllCascadeTrajectories names the open gate in waitingSteps (§3), which interrupt and
     delivery read; and the stream stays quiet meanwhile (§4)."""
     before = len(turn.frames)
@@ -83,7 +83,7 @@ async def _listing_while_waiting(ctx: Context, turn: Turn, gate: Gate) -> Findin
     try:
         listing = await conversation.client.get_all_cascade_trajectories()
     except RpcError as exc:
-        return Finding("gate: listed as waiting", Verdict.FAIL, expected, str(exc), "§3, §6")
+        return Finding("gate: listed as waiting", FactVerdict.FAIL, expected, str(exc), "§3, §6")
     summary = obj(obj(listing.get("trajectorySummaries")).get(conversation.cascade_id))
     ctx.observations.add(
         Seen.LISTING_WAITING,
@@ -93,7 +93,7 @@ async def _listing_while_waiting(ctx: Context, turn: Turn, gate: Gate) -> Findin
     listed = [obj(w).get("stepIndex") for w in seq(summary.get("waitingSteps"))]
     named = any(str(index) == str(gate.key.step_index) for index in listed)
     seen = f"waitingSteps {listed}; {quiet} frame(s) in {_QUIET:g} s while it waited"
-    verdict = Verdict.PASS if named else Verdict.FAIL
+    verdict = FactVerdict.PASS if named else FactVerdict.FAIL
     return Finding("gate: listed as waiting", verdict, expected, seen, "§3, §6")
 
 
@@ -111,14 +111,14 @@ async def _answer(ctx: Context, gate: Gate, **payload: Any) -> str | None:
     return None
 
 
-async def _settle(ctx: Context, turn: Turn, answered: Gate) -> list[Finding]:
+async def _settle(ctx: Context, turn: ProbeExchange, answered: Gate) -> list[Finding]:
     """Until the turn ends. A gate agy opens after the one answered (the model trying again,
     or another command) is refused as omnigent's Stop refuses it: the probe agreed to one."""
     seen = {answered.id}
     refused = 0
     stop_at = asyncio.get_running_loop().time() + max(ctx.timeout, _SETTLE)
 
-    def done_or_new(t: Turn) -> bool:
+    def done_or_new(t: ProbeExchange) -> bool:
         return t.ended() or any(g.id not in seen for g in _open_gates(t))
 
     while (left := stop_at - asyncio.get_running_loop().time()) > 0:
@@ -135,10 +135,12 @@ async def _settle(ctx: Context, turn: Turn, answered: Gate) -> list[Finding]:
     if not refused:
         return []
     seen_text = f"agy asked {refused} more time(s) after the answer; refused each"
-    return [Finding("gate: asked again", Verdict.INFO, "one gate per probe turn", seen_text, "§6")]
+    return [
+        Finding("gate: asked again", FactVerdict.INFO, "one gate per probe turn", seen_text, "§6")
+    ]
 
 
-def _open_gates(turn: Turn) -> list[Gate]:
+def _open_gates(turn: ProbeExchange) -> list[Gate]:
     opened = turn.open_gate()
     if opened is None:
         return []
@@ -146,12 +148,12 @@ def _open_gates(turn: Turn) -> list[Gate]:
     return gates_in(step, index, cascade_id=turn.cascade_id)
 
 
-def _outcome(turn: Turn, gate: Gate) -> ToolCallFinished | None:
+def _outcome(turn: ProbeExchange, gate: Gate) -> ToolCallFinished | None:
     finished = [e for e in turn.events if isinstance(e, ToolCallFinished) and e.key == gate.key]
     return finished[-1] if finished else None
 
 
-def _carried_on(turn: Turn, gate: Gate) -> tuple[bool, str]:
+def _carried_on(turn: ProbeExchange, gate: Gate) -> tuple[bool, str]:
     """agy went on after the gate: a planner step after it settled DONE and the turn ended
     without an ERROR step."""
     later = [
@@ -182,12 +184,12 @@ class _GateTurn:
     settled: Seen
 
 
-type _WhileOpen = Callable[[Turn, Gate], Awaitable[list[Finding]]]
+type _WhileOpen = Callable[[ProbeExchange, Gate], Awaitable[list[Finding]]]
 
 
 async def _gate_turn(
     ctx: Context, plan: TurnPlan, what: _GateTurn, while_open: _WhileOpen
-) -> tuple[Turn, Gate | None, list[Finding]]:
+) -> tuple[ProbeExchange, Gate | None, list[Finding]]:
     """Send the turn, wait for its gate, run `while_open` (which answers it), wait for the
     turn to settle; the gate's settled step is kept for the field table."""
     async with ctx.conversation.turn(plan.name, plan.prompt) as turn:
@@ -206,7 +208,7 @@ async def _gate_turn(
 def _gate_found(what: _GateTurn, gate: Gate) -> Finding:
     wanted = gate.request.wanted
     seen = f"step {gate.key.step_index}: {wanted.action or '?'} {wanted.target or ''!r}"
-    return Finding(what.fact, Verdict.PASS, what.expected, seen, what.section)
+    return Finding(what.fact, FactVerdict.PASS, what.expected, seen, what.section)
 
 
 def _answered(fact: str, refused: str | None) -> Finding:
@@ -228,7 +230,7 @@ _COMMAND = _GateTurn(
 async def check_command(ctx: Context, plan: TurnPlan) -> list[Finding]:
     """A command's gate allowed once: agy runs it and the plugin shows its output."""
 
-    async def allow(turn: Turn, gate: Gate) -> list[Finding]:
+    async def allow(turn: ProbeExchange, gate: Gate) -> list[Finding]:
         listed = await _listing_while_waiting(ctx, turn, gate)
         refused = await _answer(ctx, gate, permission=permission_payload(allow=True))
         return [_gate_found(_COMMAND, gate), listed, _answered("command: allowed once", refused)]
@@ -249,12 +251,12 @@ async def check_command(ctx: Context, plan: TurnPlan) -> list[Finding]:
     return [*findings, *await after_turn(ctx, turn)]
 
 
-def _tool_call_left_out(turn: Turn, gate: Gate) -> Finding:
+def _tool_call_left_out(turn: ProbeExchange, gate: Gate) -> Finding:
     streamed = [s for s in turn.states.get(gate.key.step_index, []) if is_settled(step_status(s))]
     stripped = bool(streamed) and "toolCall" not in metadata(streamed[-1])
     return Finding(
         "stream: tool calls left out",
-        Verdict.PASS if stripped else Verdict.INFO,
+        FactVerdict.PASS if stripped else FactVerdict.INFO,
         "the streamed RUN_COMMAND without metadata.toolCall (the plugin never needs it)",
         "left out" if stripped else "kept",
         "§4",
@@ -275,7 +277,7 @@ async def check_deny(ctx: Context, plan: TurnPlan) -> list[Finding]:
     """CancelCascadeSteps leaves a gate open (§3: why Stop refuses gates first); a denial
     reaches agy, the plugin shows it as denied, and agy carries on (§6)."""
 
-    async def deny(turn: Turn, gate: Gate) -> list[Finding]:
+    async def deny(turn: ProbeExchange, gate: Gate) -> list[Finding]:
         cancel = await _cancel_leaves_gate(ctx, turn, gate)
         refused = await _answer(ctx, gate, permission=permission_payload(allow=False))
         return [_gate_found(_DENY, gate), cancel, _answered("deny: the denial is taken", refused)]
@@ -293,7 +295,7 @@ async def check_deny(ctx: Context, plan: TurnPlan) -> list[Finding]:
     return [*findings, *await after_turn(ctx, turn)]
 
 
-async def _cancel_leaves_gate(ctx: Context, turn: Turn, gate: Gate) -> Finding:
+async def _cancel_leaves_gate(ctx: Context, turn: ProbeExchange, gate: Gate) -> Finding:
     expected = "CancelCascadeSteps answers {} and the step stays WAITING"
     fact = "Stop: CancelCascadeSteps on a gate"
     try:
@@ -301,13 +303,13 @@ async def _cancel_leaves_gate(ctx: Context, turn: Turn, gate: Gate) -> Finding:
         await asyncio.sleep(_QUIET)
         steps = await ctx.conversation.poll(turn, offset=gate.key.step_index)
     except RpcError as exc:
-        return Finding(fact, Verdict.FAIL, expected, str(exc), "§3")
+        return Finding(fact, FactVerdict.FAIL, expected, str(exc), "§3")
     status = str(step_status(steps[0])) if steps else "gone"
     waiting = status == StepStatus.WAITING
     seen = "still WAITING" if waiting else f"now {status.removeprefix('CORTEX_STEP_STATUS_')}"
     if not waiting:
         seen += ": Stop would end a turn with a gate open by cancelling it (plugin refuses first)"
-    return Finding(fact, Verdict.PASS if waiting else Verdict.INFO, expected, seen, "§3")
+    return Finding(fact, FactVerdict.PASS if waiting else FactVerdict.INFO, expected, seen, "§3")
 
 
 _QUESTION = _GateTurn(
@@ -324,7 +326,7 @@ async def check_question(ctx: Context, plan: TurnPlan) -> list[Finding]:
     """A question with option ids "1".."N", answered by skipping it (`skipped: true`, how the
     plugin delivers a declined form), and whether agy carries on (unconfirmed, §3)."""
 
-    async def skip(turn: Turn, gate: Gate) -> list[Finding]:
+    async def skip(turn: ProbeExchange, gate: Gate) -> list[Finding]:
         del turn
         questions = gate.request.wanted.questions
         ids = [[option.id for option in q.options] for q in questions]

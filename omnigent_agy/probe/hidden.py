@@ -23,7 +23,7 @@ from typing import Final
 from urllib.parse import unquote, urlparse
 
 from omnigent_agy.errors import AgyError, DiscoveryError, ProbeError, RpcError
-from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding
 from omnigent_agy.probe.scratch import ProbeAgy, Started
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 
@@ -124,20 +124,20 @@ def judge_hidden(result: WorkspaceSeen | BaseException) -> Finding:
     """The finding for the agy started in the hidden folder as spelled."""
     expected = f"`… {IGNORED_LINE}` logged, agy working elsewhere (as reported up to 1.2.14)"
     if (broken := _failed(result)) is not None:
-        return Finding(_HIDDEN_FACT, Verdict.INFO, expected, broken, _SECTION)
+        return Finding(_HIDDEN_FACT, FactVerdict.INFO, expected, broken, _SECTION)
     assert isinstance(result, WorkspaceSeen)
     logged = "logged" if result.logged_ignored else "no such line"
     seen = f"{logged}; its conversation works in {result.workspace}"
     # The line is how the plugin tells a workspace agy ignored; an agy that took the hidden
     # folder has fixed the bug (INFO), one that ignores it without the line is not caught.
     if result.logged_ignored:
-        verdict = Verdict.PASS
+        verdict = FactVerdict.PASS
     elif result.workspace == "the folder as given":
-        verdict, seen = Verdict.INFO, seen + ": this agy takes hidden folders"
+        verdict, seen = FactVerdict.INFO, seen + ": this agy takes hidden folders"
     elif result.workspace == "no workspace reported":
-        verdict = Verdict.INFO  # nothing to tell by
+        verdict = FactVerdict.INFO  # nothing to tell by
     else:
-        verdict = Verdict.FAIL
+        verdict = FactVerdict.FAIL
     return Finding(_HIDDEN_FACT, verdict, expected, seen, _SECTION)
 
 
@@ -145,7 +145,7 @@ def judge_link(result: WorkspaceSeen | BaseException) -> Finding:
     """The finding for the agy started in the dot-free link to it."""
     expected = "accepted: no such line, the conversation works in the folder as given"
     if (broken := _failed(result)) is not None:
-        return Finding(_LINK_FACT, Verdict.FAIL, expected, broken, _SECTION)
+        return Finding(_LINK_FACT, FactVerdict.FAIL, expected, broken, _SECTION)
     assert isinstance(result, WorkspaceSeen)
     logged = f"`{IGNORED_LINE}` logged" if result.logged_ignored else "no such line"
     seen = f"{logged}; its conversation works in {result.workspace}"
@@ -154,4 +154,6 @@ def judge_link(result: WorkspaceSeen | BaseException) -> Finding:
         "the folder the link names",
         "no workspace reported",  # then the log line is all there is to go by
     )
-    return Finding(_LINK_FACT, Verdict.PASS if taken else Verdict.FAIL, expected, seen, _SECTION)
+    return Finding(
+        _LINK_FACT, FactVerdict.PASS if taken else FactVerdict.FAIL, expected, seen, _SECTION
+    )

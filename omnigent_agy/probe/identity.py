@@ -13,7 +13,7 @@ from typing import Final
 
 import psutil
 
-from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding
 from omnigent_agy.rpc.agy_log import LogScanner
 from omnigent_agy.rpc.listeners import port_ownership, process_tree
 
@@ -40,23 +40,27 @@ def check_log(log_text: str, *, pid: int, port: int, version: str | None) -> lis
     latest = scanner.latest
     expected = f"`{_LISTENING} <N> for HTTPS (gRPC)` naming agy's port"
     if latest is None:
-        listening = Finding("log: listening line", Verdict.FAIL, expected, "no such line", "§1")
+        listening = Finding("log: listening line", FactVerdict.FAIL, expected, "no such line", "§1")
     else:
         ok = latest.port == port
         seen = f"port {latest.port}" + ("" if ok else f", but agy answers on {port}")
         listening = Finding(
-            "log: listening line", Verdict.PASS if ok else Verdict.FAIL, expected, seen, "§1"
+            "log: listening line",
+            FactVerdict.PASS if ok else FactVerdict.FAIL,
+            expected,
+            seen,
+            "§1",
         )
     tree = process_tree(pid)
     if scanner.server_pid is None:
         starting = Finding(
-            "log: starting line", Verdict.INFO, f"`{_STARTING} <pid>`", "no such line", "§1"
+            "log: starting line", FactVerdict.INFO, f"`{_STARTING} <pid>`", "no such line", "§1"
         )
     else:
         ours = scanner.server_pid in tree
         starting = Finding(
             "log: starting line",
-            Verdict.PASS if ours else Verdict.INFO,
+            FactVerdict.PASS if ours else FactVerdict.INFO,
             f"`{_STARTING} <pid>` naming agy's process",
             f"pid {scanner.server_pid}" + ("" if ours else f", not agy's (pid {pid})"),
             "§1",
@@ -68,14 +72,14 @@ def _form(log_text: str) -> Finding:
     lines = [line for line in log_text.splitlines() if _STARTING in line or _LISTENING in line]
     expected = "glog lines (`I1202 05:12:00.123456  4242 server.go:123] …`)"
     if not lines:
-        return Finding("log: line form", Verdict.SKIP, expected, "no line to look at", "§9")
+        return Finding("log: line form", FactVerdict.SKIP, expected, "no line to look at", "§9")
     glog = [line for line in lines if _GLOG.match(line)]
     if len(glog) == len(lines):
-        return Finding("log: line form", Verdict.PASS, expected, "glog", "§9")
+        return Finding("log: line form", FactVerdict.PASS, expected, "glog", "§9")
     # The plugin finds both messages anywhere on a line; omnigent's built-in harness does not.
     shown = lines[0].split(_STARTING)[0].split(_LISTENING)[0].strip() or "(no prefix)"
     seen = f"{len(lines) - len(glog)} of {len(lines)} lines not glog; a prefix: {shown[:40]!r}"
-    return Finding("log: line form", Verdict.INFO, expected, seen, "§9")
+    return Finding("log: line form", FactVerdict.INFO, expected, seen, "§9")
 
 
 def _section9(scanner: LogScanner, version: str | None) -> list[Finding]:
@@ -84,13 +88,15 @@ def _section9(scanner: LogScanner, version: str | None) -> list[Finding]:
     expected = "`Language server version: 1.x.y`" + (f" ({version})" if version else "")
     logged = scanner.version
     if logged is None:
-        shown_version = Finding("log: version line", Verdict.INFO, expected, "no such line", "§9")
+        shown_version = Finding(
+            "log: version line", FactVerdict.INFO, expected, "no such line", "§9"
+        )
     else:
         same = version is None or logged in version
-        verdict = Verdict.PASS if same else Verdict.INFO
+        verdict = FactVerdict.PASS if same else FactVerdict.INFO
         shown_version = Finding("log: version line", verdict, expected, logged, "§9")
     seen = {True: "signed in", False: "signed out", None: "neither line"}[scanner.signed_in]
-    verdict = Verdict.PASS if scanner.signed_in else Verdict.INFO
+    verdict = FactVerdict.PASS if scanner.signed_in else FactVerdict.INFO
     sign_in = Finding("log: sign-in line", verdict, f"`{_SIGNED_IN}`", seen, "§9")
     return [shown_version, sign_in]
 
@@ -103,11 +109,11 @@ def check_process(pid: int, port: int) -> list[Finding]:
         argv0 = Path(process.cmdline()[0]).name if process.cmdline() else name
     except (psutil.NoSuchProcess, psutil.AccessDenied) as exc:
         seen = f"cannot look at pid {pid}: {type(exc).__name__}"
-        return [Finding("agy's process", Verdict.FAIL, "agy itself", seen, "§1")]
+        return [Finding("agy's process", FactVerdict.FAIL, "agy itself", seen, "§1")]
     shown = argv0 if argv0 == name else f"{argv0} ({name})"
     identity = Finding(
         "agy's process",
-        Verdict.PASS if "agy" in (argv0, name) else Verdict.INFO,
+        FactVerdict.PASS if "agy" in (argv0, name) else FactVerdict.INFO,
         "one process named agy in the pane",
         f"{shown}, pid {pid}",
         "§1",
@@ -117,7 +123,11 @@ def check_process(pid: int, port: int) -> list[Finding]:
     has_tls, has_plain = port in held, port + 1 in held
     ports = Finding(
         "agy's ports",
-        Verdict.PASS if has_tls and has_plain else Verdict.FAIL if not has_tls else Verdict.INFO,
+        FactVerdict.PASS
+        if has_tls and has_plain
+        else FactVerdict.FAIL
+        if not has_tls
+        else FactVerdict.INFO,
         f"its process tree holds N={port} (TLS) and N+1 (plain)",
         f"holds {', '.join(map(str, held)) or 'nothing'}",
         "§1",

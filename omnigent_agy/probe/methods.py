@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from omnigent_agy.errors import AgyError, RpcError
 from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel
-from omnigent_agy.probe.facts import Finding, Seen, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding, Seen
 from omnigent_agy.probe.observations import Observations
 from omnigent_agy.probe.transport import raw_call
 from omnigent_agy.reading.rotation import root_cascades, tui_cascade
@@ -40,7 +40,7 @@ __all__ = [
 
 
 def _error(fact: str, expected: str, exc: RpcError, section: str) -> Finding:
-    return Finding(fact, Verdict.FAIL, expected, str(exc), section)
+    return Finding(fact, FactVerdict.FAIL, expected, str(exc), section)
 
 
 async def check_heartbeat(client: RpcClient) -> Finding:
@@ -49,7 +49,7 @@ async def check_heartbeat(client: RpcClient) -> Finding:
         await client.heartbeat()
     except RpcError as exc:
         return _error("Heartbeat", expected, exc, "§3")
-    return Finding("Heartbeat", Verdict.PASS, expected, f"200 over {client.http_version}", "§3")
+    return Finding("Heartbeat", FactVerdict.PASS, expected, f"200 over {client.http_version}", "§3")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +73,10 @@ async def check_catalog(
         plan: ResolvedModel | None = catalog.resolve_plan_model(model)
     except AgyError as exc:
         seen = f"{len(catalog.entries)} models; no plan model: {exc}"
-        return Finding("GetAvailableModels", Verdict.FAIL, expected, seen, "§3"), None
+        return Finding("GetAvailableModels", FactVerdict.FAIL, expected, seen, "§3"), None
     assert plan is not None
     seen = f"{len(catalog.entries)} models; turns use {plan.display_name} ({plan.enum})"
-    verdict = Verdict.PASS if catalog.entries else Verdict.FAIL
+    verdict = FactVerdict.PASS if catalog.entries else FactVerdict.FAIL
     return Finding("GetAvailableModels", verdict, expected, seen, "§3"), Catalog(catalog, plan)
 
 
@@ -93,9 +93,9 @@ async def check_listing(client: RpcClient) -> tuple[Finding, str | None]:
     roots = root_cascades(summaries)
     if tui is not None:
         seen = f"{tui[:8]}…, empty"
-        return Finding("the TUI's conversation", Verdict.PASS, expected, seen, "§7"), tui
+        return Finding("the TUI's conversation", FactVerdict.PASS, expected, seen, "§7"), tui
     seen = f"{len(roots)} root conversation(s): the plugin starts one over RPC instead"
-    return Finding("the TUI's conversation", Verdict.INFO, expected, seen, "§7"), None
+    return Finding("the TUI's conversation", FactVerdict.INFO, expected, seen, "§7"), None
 
 
 async def check_metadata(
@@ -113,7 +113,7 @@ async def check_metadata(
     expected = "200 for the conversation in use"
     try:
         await client.get_conversation_metadata(cascade_id)
-        findings.append(Finding("GetConversationMetadata", Verdict.PASS, expected, "200", "§3"))
+        findings.append(Finding("GetConversationMetadata", FactVerdict.PASS, expected, "200", "§3"))
     except RpcError as exc:
         findings.append(_error("GetConversationMetadata", expected, exc, "§3"))
     unknown = str(uuid.uuid4())
@@ -124,13 +124,16 @@ async def check_metadata(
         )
     except Exception as exc:  # noqa: BLE001 - any transport failure is the finding
         seen = f"no answer: {type(exc).__name__}"
-        return [*findings, Finding("an unknown conversation", Verdict.FAIL, expected, seen, "§3")]
+        return [
+            *findings,
+            Finding("an unknown conversation", FactVerdict.FAIL, expected, seen, "§3"),
+        ]
     body = answer.json()
     if answer.status != 200 and isinstance(body, dict):
         observations.add(Seen.ERROR, "GetConversationMetadata, unknown id", body)
     message = body.get("message") if isinstance(body, dict) else None
     seen = f"{answer.status}" + (f" {message!r}" if isinstance(message, str) else "")
-    verdict = Verdict.FAIL if answer.status == 200 else Verdict.PASS
+    verdict = FactVerdict.FAIL if answer.status == 200 else FactVerdict.PASS
     findings.append(Finding("an unknown conversation", verdict, expected, seen, "§3"))
     return findings
 
@@ -148,7 +151,7 @@ async def check_start_and_stop(client: RpcClient, observations: Observations) ->
     findings = [
         Finding(
             "StartCascade",
-            Verdict.PASS if ok else Verdict.FAIL,
+            FactVerdict.PASS if ok else FactVerdict.FAIL,
             "a new cascadeId",
             f"{cascade[:8]}…" if isinstance(cascade, str) and cascade else "none",
             "§3",
@@ -162,7 +165,7 @@ async def check_start_and_stop(client: RpcClient, observations: Observations) ->
     except RpcError as exc:
         return [*findings, _error("ForceStopCascadeTree", expected, exc, "§3")]
     observations.add(Seen.FORCE_STOP, "ForceStopCascadeTree", stopped)
-    findings.append(Finding("ForceStopCascadeTree", Verdict.PASS, expected, "answered", "§3"))
+    findings.append(Finding("ForceStopCascadeTree", FactVerdict.PASS, expected, "answered", "§3"))
     return findings
 
 
@@ -187,7 +190,7 @@ async def check_retired(client: RpcClient) -> Finding:
     retired = all(not line.endswith(": answers") for line in seen)
     return Finding(
         "retired methods",
-        Verdict.PASS if retired else Verdict.INFO,
+        FactVerdict.PASS if retired else FactVerdict.INFO,
         "StreamCascadeReactiveUpdates ends with an error, GetCascadeId is not found",
         "; ".join(seen),
         "§3",
@@ -204,7 +207,7 @@ async def check_quota(client: RpcClient, observations: Observations) -> list[Fin
         answer = await client.retrieve_user_quota_summary()
     except RpcError as exc:
         seen = f"{exc.http_status or exc.connect_code.value}: the plugin shows quota unknown"
-        findings.append(Finding(fact, Verdict.FAIL, expected, seen, "§9"))
+        findings.append(Finding(fact, FactVerdict.FAIL, expected, seen, "§9"))
     else:
         observations.add(Seen.QUOTA, QUOTA_METHOD, answer)
         summary = parse_quota_summary(answer)
@@ -215,19 +218,21 @@ async def check_quota(client: RpcClient, observations: Observations) -> list[Fin
         if summary.problems:
             seen += "; could not read: " + "; ".join(summary.problems)
         ok = bool(summary.groups) and not summary.problems
-        findings.append(Finding(fact, Verdict.PASS if ok else Verdict.FAIL, expected, seen, "§9"))
+        findings.append(
+            Finding(fact, FactVerdict.PASS if ok else FactVerdict.FAIL, expected, seen, "§9")
+        )
     expected = "the plan's name (userStatus.planStatus.planInfo.planName)"
     fact = f"quota: {USER_STATUS_METHOD}"
     try:
         status = await client.get_user_status()
     except RpcError as exc:
         seen = f"{exc.http_status or exc.connect_code.value}: the plugin shows the plan unknown"
-        findings.append(Finding(fact, Verdict.FAIL, expected, seen, "§9"))
+        findings.append(Finding(fact, FactVerdict.FAIL, expected, seen, "§9"))
         return findings
     observations.add(Seen.USER_STATUS, USER_STATUS_METHOD, status)
     plan = parse_user_status(status)
     seen = f"plan {plan.name}" if plan.name else "; ".join(plan.problems)
     findings.append(
-        Finding(fact, Verdict.PASS if plan.name else Verdict.FAIL, expected, seen, "§9")
+        Finding(fact, FactVerdict.PASS if plan.name else FactVerdict.FAIL, expected, seen, "§9")
     )
     return findings

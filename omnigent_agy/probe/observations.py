@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Final
 
-from omnigent_agy.probe.facts import FIELDS, Finding, Seen, Verdict, WireField, fields_of
+from omnigent_agy.probe.facts import FIELDS, FactVerdict, Finding, Seen, WireField, fields_of
 from omnigent_agy.probe.shapes import Gap, field_gaps
 from omnigent_agy.reading.steps import StepStatus, StepType, obj, step_status, step_type
 
@@ -80,17 +80,19 @@ class Observations:
         documents = self._seen.get(seen, [])
         if not documents:
             why = self._why_not.get(seen, "the probe saw none")
-            return Finding(fact, Verdict.SKIP, expected, why, section)
+            return Finding(fact, FactVerdict.SKIP, expected, why, section)
         gaps = field_gaps(rows, documents)
         missing = [gap for gap in gaps if not gap.field.optional]
         absent = sorted({gap.field.path for gap in gaps if gap.field.optional})
         count = f"{len(documents)} seen"
         if missing:
-            return Finding(fact, Verdict.FAIL, expected, f"{count}; {_describe(missing)}", section)
+            return Finding(
+                fact, FactVerdict.FAIL, expected, f"{count}; {_describe(missing)}", section
+            )
         if absent:
             seen_text = f"{count}; all there; absent but optional: {', '.join(absent)}"
-            return Finding(fact, Verdict.PASS, expected, seen_text, section)
-        return Finding(fact, Verdict.PASS, expected, f"{count}; all there", section)
+            return Finding(fact, FactVerdict.PASS, expected, seen_text, section)
+        return Finding(fact, FactVerdict.PASS, expected, f"{count}; all there", section)
 
 
 def _describe(missing: list[Gap]) -> str:

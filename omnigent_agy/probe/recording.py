@@ -44,7 +44,7 @@ ACCOUNT_METHODS: Final = frozenset({"GetUserStatus"})
 
 
 @dataclass(slots=True)
-class _Turn:
+class _RecordedTurn:
     frames: list[object] = field(default_factory=list)
     polled: dict[tuple[int, str], object] = field(default_factory=dict)
 
@@ -55,7 +55,7 @@ class Recorder:
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
         self._calls: list[dict[str, Any]] = []
-        self._turns: dict[str, _Turn] = {}
+        self._turns: dict[str, _RecordedTurn] = {}
         self._log: list[str] = []
         self._printed: dict[str, list[str]] = {}
 
@@ -99,11 +99,11 @@ class Recorder:
         self._calls.append(entry)
 
     def frame(self, turn: str, frame: Mapping[str, Any]) -> None:
-        self._turns.setdefault(turn, _Turn()).frames.append(self._redactor.value(frame))
+        self._turns.setdefault(turn, _RecordedTurn()).frames.append(self._redactor.value(frame))
 
     def poll(self, turn: str, offset: int, steps: Sequence[object]) -> None:
         """A poll's steps: each step's latest state per status is kept."""
-        polled = self._turns.setdefault(turn, _Turn()).polled
+        polled = self._turns.setdefault(turn, _RecordedTurn()).polled
         for index, step in enumerate(steps, offset):
             polled[index, str(step_status(obj(step)))] = self._redactor.value(step)
 

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from itertools import zip_longest
 from typing import Final
 
-from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding
 
 __all__ = ["exit_code", "render", "render_table", "summary"]
 
 _FACT_WIDTH: Final = 34
 _SECTION_WIDTH: Final = 8
-_SHOW_EXPECTED: Final = frozenset({Verdict.FAIL, Verdict.INFO})
+_SHOW_EXPECTED: Final = frozenset({FactVerdict.FAIL, FactVerdict.INFO})
 
 
 def render_table(findings: Sequence[Finding], *, width: int = 100) -> str:
@@ -41,7 +41,7 @@ def render_table(findings: Sequence[Finding], *, width: int = 100) -> str:
 
 def summary(findings: Sequence[Finding]) -> str:
     counts = Counter(finding.verdict for finding in findings)
-    return ", ".join(f"{counts[v]} {v.value}" for v in Verdict if counts[v])
+    return ", ".join(f"{counts[v]} {v.value}" for v in FactVerdict if counts[v])
 
 
 def render(executable: str, version: str, findings: Sequence[Finding], *, width: int) -> str:
@@ -55,4 +55,4 @@ def render(executable: str, version: str, findings: Sequence[Finding], *, width:
 
 def exit_code(findings: Sequence[Finding]) -> int:
     """1 when any fact failed, else 0 (INFO and SKIP are not failures)."""
-    return 1 if any(f.verdict is Verdict.FAIL for f in findings) else 0
+    return 1 if any(f.verdict is FactVerdict.FAIL for f in findings) else 0

@@ -27,12 +27,12 @@ from omnigent_agy.errors import (
     RpcError,
 )
 from omnigent_agy.onboarding.agy_versions import TESTED_TEXT
-from omnigent_agy.onboarding.checks import CheckResult, Status, read_agy_version
+from omnigent_agy.onboarding.checks import DoctorLine, Status, read_agy_version
 from omnigent_agy.onboarding.config import AgyConfig
 from omnigent_agy.onboarding.executable import resolve_executable
 from omnigent_agy.probe import extras, identity, methods, transport, unconfirmed
 from omnigent_agy.probe.changelog import read_changelog
-from omnigent_agy.probe.facts import Finding, Seen, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding, Seen
 from omnigent_agy.probe.gate_checks import check_command, check_deny, check_question
 from omnigent_agy.probe.held import held_values
 from omnigent_agy.probe.hidden import check_hidden_workspace
@@ -49,7 +49,7 @@ from omnigent_agy.probe.turn_checks import (
     check_plain,
     stream_start,
 )
-from omnigent_agy.probe.turns import Conversation, RecordingClient
+from omnigent_agy.probe.turns import ProbeCascade, RecordingClient
 
 __all__ = ["ProbeReport", "ProbeSettings", "run_probe"]
 
@@ -100,7 +100,7 @@ class ProbeReport:
 
     @property
     def failed(self) -> bool:
-        return any(f.verdict is Verdict.FAIL for f in self.findings)
+        return any(f.verdict is FactVerdict.FAIL for f in self.findings)
 
 
 @dataclass(slots=True)
@@ -115,13 +115,13 @@ class _Run:
 
 
 def _from_check(
-    result: CheckResult, section: str, expected: str = "as the plugin needs it"
+    result: DoctorLine, section: str, expected: str = "as the plugin needs it"
 ) -> Finding:
     verdict = {
-        Status.OK: Verdict.PASS,
-        Status.FAIL: Verdict.FAIL,
-        Status.WARN: Verdict.INFO,
-        Status.SKIP: Verdict.SKIP,
+        Status.OK: FactVerdict.PASS,
+        Status.FAIL: FactVerdict.FAIL,
+        Status.WARN: FactVerdict.INFO,
+        Status.SKIP: FactVerdict.SKIP,
     }[result.status]
     return Finding(result.name, verdict, expected, result.summary, section)
 
@@ -133,7 +133,7 @@ async def run_probe(settings: ProbeSettings, say: Say) -> ProbeReport:
         executable = resolve_executable(settings.config, settings.env)
     except AgyNotFoundError as exc:
         seen = str(exc.args[0])
-        run.findings.append(Finding("agy executable", Verdict.FAIL, "agy found", seen, "§1"))
+        run.findings.append(Finding("agy executable", FactVerdict.FAIL, "agy found", seen, "§1"))
         return ProbeReport("not found", run.version, tuple(run.findings))
     version = await asyncio.to_thread(read_agy_version, executable, env=settings.env)
     run.version = version.shown or "unknown"
@@ -152,7 +152,7 @@ async def _with_scratch(run: _Run, command: tuple[str, ...]) -> Path | None:
     try:
         scratch = Scratch.create()
     except (ProbeError, OSError) as exc:
-        run.findings.append(Finding("scratch workspace", Verdict.FAIL, "made", str(exc), ""))
+        run.findings.append(Finding("scratch workspace", FactVerdict.FAIL, "made", str(exc), ""))
         return None
     agys = ProbeAgy(
         scratch,
@@ -196,7 +196,9 @@ def _write(run: _Run, scratch: Scratch, redactor: Redactor) -> Path | None:
             private_paths=(scratch.root, Path.home(), *redactor.agy_state),
         )
     except (RecordingLeakError, OSError) as exc:
-        run.findings.append(Finding("recording", Verdict.FAIL, "written, redacted", str(exc), ""))
+        run.findings.append(
+            Finding("recording", FactVerdict.FAIL, "written, redacted", str(exc), "")
+        )
         return None
     return folder
 
@@ -209,14 +211,14 @@ async def _with_agy(run: _Run, agys: ProbeAgy) -> None:
     try:
         started = await agys.start("probe")
     except (DiscoveryError, ProbeError, AgyError) as exc:
-        run.findings.append(Finding("agy starts", Verdict.FAIL, "ready", str(exc), "§1"))
+        run.findings.append(Finding("agy starts", FactVerdict.FAIL, "ready", str(exc), "§1"))
         if agys.first_look is not None:
             run.findings.append(agys.first_look)  # why the plugin's client got nowhere
         return
     seconds = time.monotonic() - began
     seen = f"port {started.agy.port}, Heartbeat 200 after {seconds:.1f} s"
     run.findings.append(
-        Finding("agy starts", Verdict.PASS, "Heartbeat 200 with our token", seen, "§1")
+        Finding("agy starts", FactVerdict.PASS, "Heartbeat 200 with our token", seen, "§1")
     )
     assert run.recorder is not None
     run.recorder.add_secret(started.agy.csrf_token)
@@ -241,7 +243,7 @@ async def _with_agy(run: _Run, agys: ProbeAgy) -> None:
     elif run.settings.resume:
         why = "the conversation has no turn to bring back"
         run.findings.append(
-            Finding("resume: --conversation on a copy", Verdict.SKIP, "", why, "§7, §9")
+            Finding("resume: --conversation on a copy", FactVerdict.SKIP, "", why, "§7, §9")
         )
     run.say("starting agy in a hidden folder and in a dot-free link to it…")
     run.findings += await check_hidden_workspace(agys)
@@ -275,7 +277,7 @@ async def _rpc_checks(
     steps = 0
     if catalog is not None and catalog.plan is not None:
         assert run.recorder is not None
-        conversation = Conversation(
+        conversation = ProbeCascade(
             client,
             cascade,
             plan_model=catalog.plan.enum,
@@ -310,7 +312,7 @@ async def _methods(
         try:
             cascade = await client.start_cascade()
         except RpcError as exc:
-            findings.append(Finding("a conversation", Verdict.FAIL, "one", str(exc), "§3"))
+            findings.append(Finding("a conversation", FactVerdict.FAIL, "one", str(exc), "§3"))
             return None, catalog
     agy = started.agy
     findings += await methods.check_metadata(
@@ -326,7 +328,7 @@ async def _methods(
     return cascade, catalog
 
 
-async def _turns(run: _Run, conversation: Conversation) -> int:
+async def _turns(run: _Run, conversation: ProbeCascade) -> int:
     """The turns the person agreed to, in the order of `PLANS`; the conversation's length."""
     ctx = Context(conversation, run.observations, run.settings.turn_timeout, run.say)
     chosen = [plan for plan in PLANS if plan.name in run.settings.turns]
@@ -340,14 +342,18 @@ async def _turns(run: _Run, conversation: Conversation) -> int:
             run.findings += await check(ctx, plan)
         except RpcError as exc:
             seen = f"the turn broke off: {exc}"
-            run.findings.append(Finding(f"turn: {plan.name}", Verdict.FAIL, plan.shows, seen, ""))
+            run.findings.append(
+                Finding(f"turn: {plan.name}", FactVerdict.FAIL, plan.shows, seen, "")
+            )
     run.findings.append(stream_start(conversation))
     if not chosen:
         return 0
     try:
         listing = await conversation.client.get_all_cascade_trajectories()
     except RpcError as exc:
-        run.findings.append(Finding("the listing after turns", Verdict.FAIL, "", str(exc), "§3"))
+        run.findings.append(
+            Finding("the listing after turns", FactVerdict.FAIL, "", str(exc), "§3")
+        )
     else:
         summaries = listing.get("trajectorySummaries")
         mine = (
@@ -363,7 +369,7 @@ def _declined(run: _Run, why: str, *, only: str | None = None) -> None:
     for plan in PLANS:
         if only is not None and plan.name != only:
             continue
-        run.findings.append(Finding(f"turn: {plan.name}", Verdict.SKIP, plan.shows, why, ""))
+        run.findings.append(Finding(f"turn: {plan.name}", FactVerdict.SKIP, plan.shows, why, ""))
         for seen in _SHOWS.get(plan.name, ()):
             run.observations.not_seen(seen, f"the {plan.name} turn was not run")
 

@@ -26,7 +26,7 @@ from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.errors import ProbeError
 from omnigent_agy.onboarding.agy_home import check_gemini_dir, gemini_seed
-from omnigent_agy.onboarding.checks import CheckResult
+from omnigent_agy.onboarding.checks import DoctorLine
 from omnigent_agy.onboarding.config import AgyConfig
 from omnigent_agy.probe.facts import Finding
 from omnigent_agy.probe.transport import check_tls
@@ -110,7 +110,7 @@ class ProbeAgy:
         """The TLS check on the port agy's log announced, made while agy starts: when the
         plugin's own client cannot talk to agy at all (say, HTTP/1.1 only), it says why."""
 
-    def seed(self, state: SessionStateDir, workspace: Path | None = None) -> list[CheckResult]:
+    def seed(self, state: SessionStateDir, workspace: Path | None = None) -> list[DoctorLine]:
         """Seed agy's private folder as a conversation's is (no omnigent tools: there is no
         omnigent here) and check it as agy will see it; `workspace`: another of the probe's
         own folders than its scratch workspace, as spelled."""

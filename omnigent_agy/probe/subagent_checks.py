@@ -18,9 +18,9 @@ from typing import Any, Final
 
 from omnigent_agy.errors import RpcError
 from omnigent_agy.interactions.gates import Gate, gates_in, permission_payload
-from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding
 from omnigent_agy.probe.turn_checks import Context, TurnPlan, after_turn, find
-from omnigent_agy.probe.turns import Turn, turn_wait
+from omnigent_agy.probe.turns import ProbeExchange, turn_wait
 from omnigent_agy.reading.steps import StepType, step_type
 from omnigent_agy.reading.tool_steps import subagent_children
 
@@ -31,7 +31,7 @@ _EXPECTED = "the child's RUN_COMMAND WAITING on a permission; the parent waits o
 _POLL: Final = 0.5  # seconds between reads of the child's steps
 
 
-def _children(turn: Turn) -> list[str]:
+def _children(turn: ProbeExchange) -> list[str]:
     return [
         child
         for _, step in turn.own_steps()
@@ -40,7 +40,7 @@ def _children(turn: Turn) -> list[str]:
     ]
 
 
-async def _child_gate(ctx: Context, turn: Turn) -> tuple[str, Gate] | None:
+async def _child_gate(ctx: Context, turn: ProbeExchange) -> tuple[str, Gate] | None:
     """The first WAITING gate in one of the turn's children, read as the plugin reads it."""
     client = ctx.conversation.client
     deadline = asyncio.get_running_loop().time() + ctx.timeout
@@ -70,7 +70,7 @@ async def check_subagent_gate(ctx: Context, plan: TurnPlan) -> list[Finding]:
                 if delegated
                 else "the model did not start a sub-agent: no gate to check"
             )
-            findings.append(Finding(_FACT, Verdict.SKIP, _EXPECTED, seen, "§7"))
+            findings.append(Finding(_FACT, FactVerdict.SKIP, _EXPECTED, seen, "§7"))
         else:
             child, gate = found
             parent_gate = turn.open_gate()

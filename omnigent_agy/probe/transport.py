@@ -17,7 +17,7 @@ from typing import Final
 
 import httpx
 
-from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding
 from omnigent_agy.rpc.connection import CSRF_HEADER, SERVICE
 from omnigent_agy.rpc.pinning import client_context
 
@@ -93,7 +93,7 @@ async def check_tls(port: int, certificate: bytes | None) -> Finding:
         async with asyncio.timeout(_TIMEOUT):
             _, writer = await asyncio.open_connection(HOST, port, ssl=context, server_hostname="")
     except (OSError, ssl.SSLError, TimeoutError) as exc:
-        return Finding("TLS and HTTP/2", Verdict.FAIL, expected, _failed(exc), "§1")
+        return Finding("TLS and HTTP/2", FactVerdict.FAIL, expected, _failed(exc), "§1")
     try:
         tls = writer.get_extra_info("ssl_object")
         version = tls.version() if tls is not None else None
@@ -101,7 +101,7 @@ async def check_tls(port: int, certificate: bytes | None) -> Finding:
     finally:
         writer.transport.abort()
     seen = f"{version or 'no TLS'}, ALPN {alpn or 'none'}"
-    verdict = Verdict.PASS if alpn == "h2" else Verdict.FAIL
+    verdict = FactVerdict.PASS if alpn == "h2" else FactVerdict.FAIL
     return Finding("TLS and HTTP/2", verdict, expected, seen, "§1")
 
 
@@ -112,8 +112,8 @@ async def check_http1(port: int, certificate: bytes | None, token: str) -> Findi
     try:
         answer = await raw_call(port, certificate, "Heartbeat", {}, token=token, http2=False)
     except (httpx.HTTPError, OSError, ssl.SSLError) as exc:
-        return Finding("HTTP/1.1", Verdict.FAIL, expected, _failed(exc), "§1")
-    verdict = Verdict.PASS if answer.status in (200, 501) else Verdict.FAIL
+        return Finding("HTTP/1.1", FactVerdict.FAIL, expected, _failed(exc), "§1")
+    verdict = FactVerdict.PASS if answer.status in (200, 501) else FactVerdict.FAIL
     return Finding("HTTP/1.1", verdict, expected, answer.describe(), "§1")
 
 
@@ -129,12 +129,12 @@ async def check_csrf(port: int, certificate: bytes | None, token: str) -> list[F
         try:
             answer = await raw_call(port, certificate, "Heartbeat", {}, token=sent)
         except (httpx.HTTPError, OSError, ssl.SSLError) as exc:
-            findings.append(Finding(fact, Verdict.FAIL, expected, _failed(exc), "§1"))
+            findings.append(Finding(fact, FactVerdict.FAIL, expected, _failed(exc), "§1"))
             continue
         seen = answer.describe()
         if answer.status == 200:
             seen += ": agy checks no token, so any local program can drive it"
-        verdict = Verdict.PASS if answer.status == status else Verdict.FAIL
+        verdict = FactVerdict.PASS if answer.status == status else FactVerdict.FAIL
         findings.append(Finding(fact, verdict, expected, seen, "§1"))
     return findings
 
@@ -146,8 +146,8 @@ async def check_unknown_method(port: int, certificate: bytes | None, token: str)
     try:
         answer = await raw_call(port, certificate, "OmnigentAgyProbeNoSuchMethod", {}, token=token)
     except (httpx.HTTPError, OSError, ssl.SSLError) as exc:
-        return Finding("an unknown method", Verdict.FAIL, expected, _failed(exc), "§1")
-    verdict = Verdict.PASS if answer.status == 404 else Verdict.INFO
+        return Finding("an unknown method", FactVerdict.FAIL, expected, _failed(exc), "§1")
+    verdict = FactVerdict.PASS if answer.status == 404 else FactVerdict.INFO
     return Finding("an unknown method", verdict, expected, answer.describe(), "§1")
 
 
@@ -159,7 +159,7 @@ async def check_plain_port(port: int) -> Finding:
         async with httpx.AsyncClient(timeout=_TIMEOUT) as client:
             response = await client.get(f"http://{HOST}:{port + 1}/")
     except (httpx.HTTPError, OSError) as exc:
-        return Finding("the plain port N+1", Verdict.INFO, expected, _failed(exc), "§1")
-    verdict = Verdict.PASS if response.status_code in (401, 404) else Verdict.INFO
+        return Finding("the plain port N+1", FactVerdict.INFO, expected, _failed(exc), "§1")
+    verdict = FactVerdict.PASS if response.status_code in (401, 404) else FactVerdict.INFO
     seen = f"{response.status_code} over {response.http_version}"
     return Finding("the plain port N+1", verdict, expected, seen, "§1")

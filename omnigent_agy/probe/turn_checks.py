@@ -15,9 +15,9 @@ from typing import Final
 
 from omnigent_agy.errors import RpcError
 from omnigent_agy.interactions.gates import ANSWER_FIELDS, REFUSALS, gates_in
-from omnigent_agy.probe.facts import Finding, Seen, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding, Seen
 from omnigent_agy.probe.observations import Observations
-from omnigent_agy.probe.turns import Conversation, Turn, turn_wait
+from omnigent_agy.probe.turns import ProbeCascade, ProbeExchange, turn_wait
 from omnigent_agy.reading.events import (
     AssistantMessage,
     TextDelta,
@@ -106,17 +106,17 @@ PLANS: Final[tuple[TurnPlan, ...]] = (
 class Context:
     """What every turn check uses."""
 
-    conversation: Conversation
+    conversation: ProbeCascade
     observations: Observations
     timeout: float
     say: Callable[[str], None]
 
 
 def find(fact: str, ok: bool, expected: str, seen: str, section: str) -> Finding:
-    return Finding(fact, Verdict.PASS if ok else Verdict.FAIL, expected, seen, section)
+    return Finding(fact, FactVerdict.PASS if ok else FactVerdict.FAIL, expected, seen, section)
 
 
-async def after_turn(ctx: Context, turn: Turn) -> list[Finding]:
+async def after_turn(ctx: Context, turn: ProbeExchange) -> list[Finding]:
     """Record what the turn showed for the field table, and compare a poll with the stream
     (docs/wire.md §3: stepOffset; §4: polling gives the same steps)."""
     observations = ctx.observations
@@ -131,7 +131,7 @@ async def after_turn(ctx: Context, turn: Turn) -> list[Finding]:
     try:
         polled = await ctx.conversation.poll(turn)
     except RpcError as exc:
-        return [Finding("poll: the same steps", Verdict.FAIL, "the steps", str(exc), "§3, §4")]
+        return [Finding("poll: the same steps", FactVerdict.FAIL, "the steps", str(exc), "§3, §4")]
     observations.add(Seen.STEPS, f"{turn.name} poll", {"steps": polled})
     for index, step in enumerate(polled):
         observations.add_step(f"{turn.name} poll step {index}", step)
@@ -151,7 +151,7 @@ async def after_turn(ctx: Context, turn: Turn) -> list[Finding]:
     return [same, await _offset(ctx, turn, polled)]
 
 
-def answer_step(turn: Turn) -> int | None:
+def answer_step(turn: ProbeExchange) -> int | None:
     """The planner step that answered the turn in text: its last one, when only bookkeeping
     follows it (a planner step that calls a tool carries no text; a tool step follows it)."""
     own = turn.own_steps()
@@ -163,13 +163,13 @@ def answer_step(turn: Turn) -> int | None:
     return last if all(kind in _BOOKKEEPING for kind in after) else None
 
 
-async def _offset(ctx: Context, turn: Turn, whole: list[dict[str, object]]) -> Finding:
+async def _offset(ctx: Context, turn: ProbeExchange, whole: list[dict[str, object]]) -> Finding:
     start = turn.user_input or 1
     expected = f"steps from {start} on: the whole trajectory's [{start}:]"
     try:
         part = await ctx.conversation.poll(turn, offset=start)
     except RpcError as exc:
-        return Finding("poll: stepOffset", Verdict.FAIL, expected, str(exc), "§3")
+        return Finding("poll: stepOffset", FactVerdict.FAIL, expected, str(exc), "§3")
     shapes = [(step_type(s), step_status(s)) for s in part]
     wanted = [(step_type(s), step_status(s)) for s in whole[start:]]
     seen = f"{len(part)} steps" + ("" if shapes == wanted else f", not the {len(wanted)} expected")
@@ -181,7 +181,7 @@ async def check_plain(ctx: Context, plan: TurnPlan) -> list[Finding]:
     carries the text and the usage, the cascade goes IDLE, and the plugin reads it so."""
     async with ctx.conversation.turn(plan.name, plan.prompt) as turn:
         with contextlib.suppress(TimeoutError):
-            await turn_wait(turn, Turn.ended, ctx.timeout)
+            await turn_wait(turn, ProbeExchange.ended, ctx.timeout)
     findings = [_arrived(turn, ctx.conversation.plan_model)]
     if turn.user_input is None:
         return [*findings, *await after_turn(ctx, turn)]
@@ -189,21 +189,21 @@ async def check_plain(ctx: Context, plan: TurnPlan) -> list[Finding]:
     return [*findings, *await after_turn(ctx, turn)]
 
 
-def _arrived(turn: Turn, plan_model: str) -> Finding:
+def _arrived(turn: ProbeExchange, plan_model: str) -> Finding:
     expected = "a USER_INPUT whose userInput.userResponse is the text sent"
     if turn.user_input is None:
         seen = turn.stream_error or "no such step in the stream"
-        return Finding("turn: the message lands", Verdict.FAIL, expected, seen, "§3")
+        return Finding("turn: the message lands", FactVerdict.FAIL, expected, seen, "§3")
     step = turn.latest(turn.user_input)
     planner = obj(obj(obj(step.get("userInput")).get("userConfig")).get("plannerConfig"))
     echoed = text(planner.get("planModel")) or text(obj(planner.get("requestedModel")).get("model"))
     seen = f"step {turn.user_input}, model {echoed or 'not echoed'}"
     if echoed is not None and echoed != plan_model:
         seen += f" (sent {plan_model})"
-    return Finding("turn: the message lands", Verdict.PASS, expected, seen, "§3, §5")
+    return Finding("turn: the message lands", FactVerdict.PASS, expected, seen, "§3, §5")
 
 
-def _planner_texts(turn: Turn, status: str) -> list[str]:
+def _planner_texts(turn: ProbeExchange, status: str) -> list[str]:
     texts = []
     for index, _ in turn.of_type(StepType.PLANNER_RESPONSE):
         for state in turn.states[index]:
@@ -213,36 +213,38 @@ def _planner_texts(turn: Turn, status: str) -> list[str]:
     return texts
 
 
-def _growth(turn: Turn) -> Finding:
+def _growth(turn: ProbeExchange) -> Finding:
     expected = "modifiedResponse growing at its end over several GENERATING frames"
     texts = [t for t in _planner_texts(turn, StepStatus.GENERATING) if t]
     distinct = list(dict.fromkeys(texts))
     broken = [i for i in range(1, len(distinct)) if not distinct[i].startswith(distinct[i - 1])]
     if broken:
         seen = f"{len(distinct)} texts; text {broken[0]} does not extend the one before"
-        return Finding("turn: text streams", Verdict.FAIL, expected, seen, "§4")
+        return Finding("turn: text streams", FactVerdict.FAIL, expected, seen, "§4")
     if len(distinct) < 2:
         states = len(_planner_texts(turn, StepStatus.GENERATING))
         if states and not distinct:
             seen = f"{states} GENERATING frame(s), none with plannerResponse.modifiedResponse"
         else:
             seen = f"{len(distinct)} GENERATING text(s): the answer came whole, nothing to stream"
-        return Finding("turn: text streams", Verdict.FAIL, expected, seen, "§4")
-    return Finding("turn: text streams", Verdict.PASS, expected, f"{len(distinct)} growths", "§4")
+        return Finding("turn: text streams", FactVerdict.FAIL, expected, seen, "§4")
+    return Finding(
+        "turn: text streams", FactVerdict.PASS, expected, f"{len(distinct)} growths", "§4"
+    )
 
 
-def _done_planners(turn: Turn) -> list[dict[str, object]]:
+def _done_planners(turn: ProbeExchange) -> list[dict[str, object]]:
     planners = turn.of_type(StepType.PLANNER_RESPONSE)
     return [step for _, step in planners if step_status(step) == StepStatus.DONE]
 
 
-def _commit(turn: Turn) -> Finding:
+def _commit(turn: ProbeExchange) -> Finding:
     expected = "at DONE, modifiedResponse (or response) holding the whole text"
     done = _done_planners(turn)
     growing = [t for t in _planner_texts(turn, StepStatus.GENERATING) if t]
     if not done:
         seen = "no DONE planner step"
-        return Finding("turn: the DONE commit", Verdict.FAIL, expected, seen, "§4")
+        return Finding("turn: the DONE commit", FactVerdict.FAIL, expected, seen, "§4")
     response = obj(done[-1].get("plannerResponse"))
     final = text(response.get("modifiedResponse")) or text(response.get("response")) or ""
     ok = bool(final) and (not growing or final.startswith(growing[-1]))
@@ -252,13 +254,13 @@ def _commit(turn: Turn) -> Finding:
     return find("turn: the DONE commit", ok, expected, "; ".join(parts), "§4")
 
 
-def _usage(turn: Turn) -> Finding:
+def _usage(turn: ProbeExchange) -> Finding:
     expected = "metadata.modelUsage at DONE: inputTokens and outputTokens as int64 strings"
     done = _done_planners(turn)
     raw = obj(metadata(done[-1]).get("modelUsage")) if done else {}
     usage = parse_model_usage(raw) if raw else None
     if usage is None:
-        return Finding("turn: usage", Verdict.FAIL, expected, "no modelUsage at DONE", "§5")
+        return Finding("turn: usage", FactVerdict.FAIL, expected, "no modelUsage at DONE", "§5")
     strings = all(isinstance(raw.get(k), str) for k in ("inputTokens", "outputTokens") if k in raw)
     seen = f"input {usage.input_tokens}, output {usage.output_tokens}" + (
         "" if strings else " (numbers, not strings)"
@@ -267,16 +269,16 @@ def _usage(turn: Turn) -> Finding:
     return find("turn: usage", ok, expected, seen, "§5")
 
 
-def _end(turn: Turn) -> Finding:
+def _end(turn: ProbeExchange) -> Finding:
     expected = "a frame with CASCADE_RUN_STATUS_IDLE once every step settled"
     if turn.ended():
-        return Finding("turn: the end", Verdict.PASS, expected, "IDLE", "§4")
+        return Finding("turn: the end", FactVerdict.PASS, expected, "IDLE", "§4")
     last = turn.statuses[-1] if turn.statuses else "no status"
     seen = turn.stream_error or f"last status {last} when the probe stopped waiting"
-    return Finding("turn: the end", Verdict.FAIL, expected, seen, "§4")
+    return Finding("turn: the end", FactVerdict.FAIL, expected, seen, "§4")
 
 
-def _plugin_read(turn: Turn) -> Finding:
+def _plugin_read(turn: ProbeExchange) -> Finding:
     """The plugin's reader on the same frames: deltas that add up to the committed text, the
     usage, and the turn's end."""
     expected = "deltas adding up to the committed text, usage, the turn's end"
@@ -308,17 +310,17 @@ async def check_interrupt(ctx: Context, plan: TurnPlan) -> list[Finding]:
         try:
             await turn_wait(turn, lambda t: bool(t.generated()) or t.ended(), ctx.timeout)
         except TimeoutError:
-            return [Finding(fact, Verdict.FAIL, expected, "no text streamed", section)]
+            return [Finding(fact, FactVerdict.FAIL, expected, "no text streamed", section)]
         if turn.ended():
             seen = "the answer ended before it could be stopped"
-            return [Finding(fact, Verdict.SKIP, expected, seen, section)]
+            return [Finding(fact, FactVerdict.SKIP, expected, seen, section)]
         length = len(turn.generated())
         try:
             await _interrupt(conversation, turn)
         except RpcError as exc:
-            return [Finding(fact, Verdict.FAIL, expected, str(exc), section)]
+            return [Finding(fact, FactVerdict.FAIL, expected, str(exc), section)]
         with contextlib.suppress(TimeoutError):
-            await turn_wait(turn, Turn.ended, STOP_DEADLINE)
+            await turn_wait(turn, ProbeExchange.ended, STOP_DEADLINE)
     statuses = sorted({str(step_status(s)) for _, s in turn.of_type(StepType.PLANNER_RESPONSE)})
     shown = ", ".join(s.removeprefix("CORTEX_STEP_STATUS_") for s in statuses)
     grew = len(turn.generated()) - length
@@ -329,7 +331,7 @@ async def check_interrupt(ctx: Context, plan: TurnPlan) -> list[Finding]:
     findings.append(
         Finding(
             "interrupt: the text so far is kept",
-            Verdict.PASS if kept else Verdict.INFO,
+            FactVerdict.PASS if kept else FactVerdict.INFO,
             "the plugin commits what was shown before the stop",
             kept_seen,
             "§4",
@@ -338,7 +340,7 @@ async def check_interrupt(ctx: Context, plan: TurnPlan) -> list[Finding]:
     return [*findings, *await after_turn(ctx, turn)]
 
 
-async def _interrupt(conversation: Conversation, turn: Turn) -> None:
+async def _interrupt(conversation: ProbeCascade, turn: ProbeExchange) -> None:
     """What omnigent's Stop does through the plugin (interactions/bridge.py): every open
     gate refused, then CancelCascadeSteps."""
     for index, step in turn.own_steps():
@@ -354,7 +356,7 @@ async def _interrupt(conversation: Conversation, turn: Turn) -> None:
     await asyncio.sleep(0)
 
 
-def stream_start(conversation: Conversation) -> Finding:
+def stream_start(conversation: ProbeCascade) -> Finding:
     """Whether agy honours initialStepsPageBounds on a stream opened at a cursor (§4: the
     plugin copes with a full replay too, so this is INFO)."""
     expected = "the first frame with steps of a stream asked to start at N: from N on"
@@ -363,6 +365,6 @@ def stream_start(conversation: Conversation) -> Finding:
             continue
         how = "bounds ignored" if lowest < asked else "bounds honoured"
         seen = f"asked from {asked}: its first steps from {lowest} ({how})"
-        return Finding("stream: initialStepsPageBounds", Verdict.INFO, expected, seen, "§4")
+        return Finding("stream: initialStepsPageBounds", FactVerdict.INFO, expected, seen, "§4")
     seen = "no stream was opened at a cursor (one turn or none)"
-    return Finding("stream: initialStepsPageBounds", Verdict.SKIP, expected, seen, "§4")
+    return Finding("stream: initialStepsPageBounds", FactVerdict.SKIP, expected, seen, "§4")

@@ -1,11 +1,12 @@
 """The probe's turns: one message to agy, followed on the stream the way the plugin follows it.
 
-A `Conversation` is one cascade the probe talks to with the plugin's own client (recording
-every call). A turn opens StreamAgentStateUpdates first, sends the message as the session
-does (docs/wire.md §3), and keeps every frame twice: raw, for the checks and the recording,
-and through the plugin's own `reading.follower.Follower`, whose events say what omnigent would
-be shown. `Turn.wait` waits on what the frames show (a gate open, text growing, the turn's end)
-with a deadline; polls fill in what the stream leaves out (docs/wire.md §4).
+A `ProbeCascade` is one cascade the probe talks to with the plugin's own client (recording
+every call). Each of its turns is a `ProbeExchange`: it opens StreamAgentStateUpdates first,
+sends the message as the session does (docs/wire.md §3), and keeps every frame twice: raw, for
+the checks and the recording, and through the plugin's own `reading.follower.Follower`, whose
+events say what omnigent would be shown. `turn_wait` waits on what the frames show (a gate
+open, text growing, the turn's end) with a deadline; polls fill in what the stream leaves out
+(docs/wire.md §4).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from omnigent_agy.reading.steps import (
 )
 from omnigent_agy.rpc.client import RpcClient
 
-__all__ = ["Conversation", "RecordingClient", "Turn"]
+__all__ = ["ProbeCascade", "ProbeExchange", "RecordingClient"]
 
 _logger = logging.getLogger(__name__)
 _FIRST_FRAME_WAIT: Final = 3.0
@@ -63,7 +64,7 @@ class RecordingClient(RpcClient):
 
 
 @dataclass(slots=True)
-class Turn:
+class ProbeExchange:
     """One turn as the probe saw it."""
 
     name: str
@@ -128,7 +129,7 @@ class Turn:
         )
 
 
-class Conversation:
+class ProbeCascade:
     """One cascade, the plan model of its turns, and the plugin's reading of it."""
 
     def __init__(
@@ -155,9 +156,9 @@ class Conversation:
         first frame with steps (the first frame replays the steps so far, docs/wire.md §4)."""
 
     @contextlib.asynccontextmanager
-    async def turn(self, name: str, message: str) -> AsyncGenerator[Turn]:
+    async def turn(self, name: str, message: str) -> AsyncGenerator[ProbeExchange]:
         """Open the stream, send `message`, follow; the stream closes when the block ends."""
-        turn = Turn(name, message, self.cascade_id)
+        turn = ProbeExchange(name, message, self.cascade_id)
         start = self.length or None
         turn.asked_from = start
         stream = asyncio.create_task(self._follow(turn, start))
@@ -175,7 +176,7 @@ class Conversation:
             self._take_events(turn)
             self.length = max([self.length, *(i + 1 for i in turn.states)])
 
-    async def _follow(self, turn: Turn, start: int | None) -> None:
+    async def _follow(self, turn: ProbeExchange, start: int | None) -> None:
         stream = self.client.stream_agent_state_updates(
             self.cascade_id, start_index=start, idle_timeout=_STREAM_IDLE
         )
@@ -187,7 +188,7 @@ class Conversation:
             turn.stream_error = str(exc)
             turn._changed.set()
 
-    def _frame(self, turn: Turn, frame: dict[str, Any]) -> None:
+    def _frame(self, turn: ProbeExchange, frame: dict[str, Any]) -> None:
         turn.frames.append(frame)
         self._recorder.frame(turn.name, frame)
         update = obj(frame.get("update"))
@@ -210,14 +211,14 @@ class Conversation:
         self._take_events(turn)
         turn._changed.set()
 
-    def _take_events(self, turn: Turn) -> None:
+    def _take_events(self, turn: ProbeExchange) -> None:
         for event in self._sink.drain():
             if isinstance(event, TurnEnded):
                 turn.ended_by_plugin = True
             elif isinstance(event, Event):
                 turn.events.append(event)
 
-    async def poll(self, turn: Turn, *, offset: int = 0) -> list[dict[str, Any]]:
+    async def poll(self, turn: ProbeExchange, *, offset: int = 0) -> list[dict[str, Any]]:
         """GetCascadeTrajectorySteps from `offset`, recorded as the turn's poll."""
         steps = await self.client.get_cascade_trajectory_steps(self.cascade_id, step_offset=offset)
         self._recorder.poll(turn.name, offset, steps)
@@ -228,7 +229,9 @@ def _said(step: Mapping[str, Any]) -> str | None:
     return text(obj(step.get("userInput")).get("userResponse"))
 
 
-async def turn_wait(turn: Turn, until: Callable[[Turn], bool], timeout: float) -> None:
+async def turn_wait(
+    turn: ProbeExchange, until: Callable[[ProbeExchange], bool], timeout: float
+) -> None:
     """Until `until(turn)` holds, or TimeoutError after `timeout` seconds; a broken stream
     ends the wait too (the caller sees `turn.stream_error`)."""
     async with asyncio.timeout(timeout):

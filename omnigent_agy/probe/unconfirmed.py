@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Final
 
 from omnigent_agy.errors import RpcError
-from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding
 from omnigent_agy.reading.steps import (
     ModelUsage,
     StepStatus,
@@ -78,10 +78,12 @@ def context_estimate(answers: Sequence[tuple[str, object]]) -> Finding:
         for path, key, value in _walk(answer):
             if key == _ESTIMATE:
                 seen = f"{label}: {path} = {value}"
-                return Finding("unconfirmed: context estimate", Verdict.INFO, expected, seen, "§9")
+                return Finding(
+                    "unconfirmed: context estimate", FactVerdict.INFO, expected, seen, "§9"
+                )
     shown = ", ".join(sorted({label for label, _ in answers})) or "nothing"
     seen = f"in no answer (looked at {shown})"
-    return Finding("unconfirmed: context estimate", Verdict.INFO, expected, seen, "§9")
+    return Finding("unconfirmed: context estimate", FactVerdict.INFO, expected, seen, "§9")
 
 
 def usages_in(answer: object) -> list[ModelUsage]:
@@ -110,7 +112,7 @@ def cached_tokens(usages: Sequence[ModelUsage]) -> Finding:
         seen = f"no cached tokens in {len(pairs)} call(s)"
     else:
         seen = f"cached <= input in every call (not decisive): {pairs}"
-    return Finding("unconfirmed: cached tokens", Verdict.INFO, expected, seen, "§5")
+    return Finding("unconfirmed: cached tokens", FactVerdict.INFO, expected, seen, "§5")
 
 
 def title(answers: Sequence[tuple[str, object]]) -> Finding:
@@ -120,5 +122,5 @@ def title(answers: Sequence[tuple[str, object]]) -> Finding:
         for path, key, value in _walk(answer):
             if any(word in key.lower() for word in _TITLE_WORDS) and isinstance(value, str):
                 seen = f"{label}: {path} ({len(value)} characters)"
-                return Finding("unconfirmed: a title", Verdict.INFO, expected, seen, "§7, §9")
-    return Finding("unconfirmed: a title", Verdict.INFO, expected, "no such field", "§7, §9")
+                return Finding("unconfirmed: a title", FactVerdict.INFO, expected, seen, "§7, §9")
+    return Finding("unconfirmed: a title", FactVerdict.INFO, expected, "no such field", "§7, §9")

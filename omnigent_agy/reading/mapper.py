@@ -255,28 +255,7 @@ def _map_tool(
     if name is None:
         if status == StepStatus.GENERATING:
             return  # the model is still writing the arguments
-        if kind not in KNOWN_TOOL_TYPES and kind not in state._unknown_types:
-            state._unknown_types.add(kind)
-            events.append(UnknownStep(key=key, step_type=kind, status=status))
-        call = describe_call(step, kind)
-        retried = state._retries.take_over(key, kind, call.arguments)
-        if retried is not None:  # agy asks again after a gate timed out (docs/wire.md §6)
-            call_id, name = retried.call_id, retried.name
-        else:
-            name = call.name
-            meta = metadata(step)
-            events.append(
-                ToolCallStarted(
-                    call_id=call_id,
-                    key=key,
-                    name=name,
-                    arguments=call.arguments,
-                    step_type=kind,
-                    title=text(meta.get("toolSummary")) or call.title,
-                    description=text(meta.get("toolAction")),
-                    agy_call_id=text(obj(meta.get("toolCall")).get("id")),
-                )
-            )
+        call_id, name = _tool_started(state, step, key=key, kind=kind, status=status, events=events)
         state._open_tools[key] = name
     gate_timed_out = status == StepStatus.ERROR and key in state._waiting
     _map_interaction(state, step, key=key, kind=kind, status=status, events=events)
@@ -302,6 +281,41 @@ def _map_tool(
                 arguments=describe_call(step, kind).arguments,
             )
         )
+
+
+def _tool_started(
+    state: MapperState,
+    step: JsonObject,
+    *,
+    key: StepKey,
+    kind: str,
+    status: str,
+    events: list[Event],
+) -> tuple[str, str]:
+    """A tool call seen first: its call id and name, its start published unless it carries on
+    a call agy asks again for (docs/wire.md §6)."""
+    if kind not in KNOWN_TOOL_TYPES and kind not in state._unknown_types:
+        state._unknown_types.add(kind)
+        events.append(UnknownStep(key=key, step_type=kind, status=status))
+    call = describe_call(step, kind)
+    retried = state._retries.take_over(key, kind, call.arguments)
+    if retried is not None:  # agy asks again after a gate timed out
+        return retried.call_id, retried.name
+    call_id = state._retries.call_id(key)
+    meta = metadata(step)
+    events.append(
+        ToolCallStarted(
+            call_id=call_id,
+            key=key,
+            name=call.name,
+            arguments=call.arguments,
+            step_type=kind,
+            title=text(meta.get("toolSummary")) or call.title,
+            description=text(meta.get("toolAction")),
+            agy_call_id=text(obj(meta.get("toolCall")).get("id")),
+        )
+    )
+    return call_id, call.name
 
 
 def _give_up_retries(state: MapperState, key: StepKey, events: list[Event]) -> None:

@@ -124,6 +124,10 @@ class CascadeReader:
         self._follower = Follower(
             cascade_id=cascade_id, sink=sink, cursor=cursor, model_names=model_names or {}
         )
+        self._init_run(cascade_id)
+
+    def _init_run(self, cascade_id: str) -> None:
+        """What the running reader keeps: its mode, its loop, task and clients, its thread."""
         self._rotation = RotationWatch()
         self._mode = "streaming"
         self._stop = threading.Event()

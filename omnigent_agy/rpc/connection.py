@@ -303,26 +303,9 @@ class RpcConnection:
         try:
             with translate_errors(method, self._secret):
                 async with contextlib.AsyncExitStack() as stack:
-                    request = http.stream(
-                        "POST",
-                        f"/{SERVICE}/{method}",
-                        content=encode_envelope(body),
-                        headers={"Content-Type": CONNECT_JSON},
-                        # Liveness is the idle deadline's job: no read timeout on a stream.
-                        timeout=httpx.Timeout(self._timeout, read=None),
-                    )
                     deadline = loop.time() + idle_timeout
-                    response = await _before(
-                        stack.enter_async_context(request), deadline, idle_timeout
-                    )
-                    self.stream_http_version = response.http_version
-                    if response.status_code == 501 and response.http_version == "HTTP/1.1":
-                        raise _RefusedHttp1
-                    if response.status_code != 200:
-                        await response.aread()
-                        raise error_from_answer(_answer(response))
-                    expect_media_type(
-                        _media_type(response), CONNECT_JSON, status=response.status_code
+                    response = await self._open_stream(
+                        stack, http, method, body, deadline=deadline, idle_timeout=idle_timeout
                     )
                     chunks = response.aiter_raw()
                     while (
@@ -351,6 +334,36 @@ class RpcConnection:
             if http is not self._http:
                 self._stream_clients.discard(http)
                 await http.aclose()
+
+    async def _open_stream(
+        self,
+        stack: contextlib.AsyncExitStack,
+        http: httpx.AsyncClient,
+        method: str,
+        body: Mapping[str, Any],
+        *,
+        deadline: float,
+        idle_timeout: float,
+    ) -> httpx.Response:
+        """The stream's request sent and its answer's head read (on `stack`, before
+        `deadline`): a connect stream of JSON frames, else the error it says."""
+        request = http.stream(
+            "POST",
+            f"/{SERVICE}/{method}",
+            content=encode_envelope(body),
+            headers={"Content-Type": CONNECT_JSON},
+            # Liveness is the idle deadline's job: no read timeout on a stream.
+            timeout=httpx.Timeout(self._timeout, read=None),
+        )
+        response = await _before(stack.enter_async_context(request), deadline, idle_timeout)
+        self.stream_http_version = response.http_version
+        if response.status_code == 501 and response.http_version == "HTTP/1.1":
+            raise _RefusedHttp1
+        if response.status_code != 200:
+            await response.aread()
+            raise error_from_answer(_answer(response))
+        expect_media_type(_media_type(response), CONNECT_JSON, status=response.status_code)
+        return response
 
 
 class _RefusedHttp1(Exception):  # noqa: N818 - a signal inside stream(), never raised out

@@ -9,12 +9,14 @@ session's client — is its `AgyBinding` (`binding`).
   omnigent's when it changed, else a switch typed in agy's own screen, else the same.
 - **Reading**: the reader's events arrive through a `HandoffSink` that each turn binds to its
   own event loop.
-- **Lifecycle**: a turn holds the conversation's activity lease (`agy.keep.TurnLease`), so
-  no sweep stops its agy meanwhile; the session keeps its process's sweeper running
-  (`agy.sweep`); a turn that finds its agy stopped starts it again on the same conversation
-  and says so first (`AgyRestarted`).
-- **Interactions** go to the `InteractionBridge` as tasks, so a person who never answers
-  blocks nothing: interrupt denies what is pending and cancels the cascade.
+- **Lifecycle**: each turn is a `Turn` (session/turn.py), which holds what it takes while
+  it runs — the conversation's activity lease (`agy.keep.TurnLease`, so no sweep stops its
+  agy meanwhile), the sink, the relay, the interaction bridge and its tasks, the sub-agents —
+  and lets go of it in one place, `Turn.end`, however it ends. The session keeps its
+  process's sweeper running (`agy.sweep`); a turn that finds its agy stopped starts it
+  again on the same conversation and says so first (`AgyRestarted`).
+- **Interactions** go to the `InteractionBridge` as the turn's tasks, so a person who never
+  answers blocks nothing: interrupt denies what is pending and cancels the cascade.
 """
 
 from __future__ import annotations
@@ -51,7 +53,6 @@ from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.session.binding import AgyBinding, SessionSettings
 from omnigent_agy.session.context_meter import with_context_used
 from omnigent_agy.session.held import BridgeFailed, leftovers, open_gates
-from omnigent_agy.session.history import Carried
 from omnigent_agy.session.kept_grants import kept_grants
 from omnigent_agy.session.model_choice import ModelChooser
 from omnigent_agy.session.quota_turn import explain_quota
@@ -62,7 +63,8 @@ from omnigent_agy.session.subagents import (
     SubAgents,
     open_subagents,
 )
-from omnigent_agy.session.turns import AgyRestarted, ConversationLost, Turn, TurnEvent
+from omnigent_agy.session.turn import Turn, TurnSink
+from omnigent_agy.session.turns import AgyRestarted, ConversationLost, TurnEvent
 from omnigent_agy.session.version_notice import VersionNotice
 from omnigent_agy.session.workspace_gate import admit, person_view
 
@@ -89,19 +91,15 @@ class AgySession:
         self.settings = settings
         self._policy = policy or PermissionPolicy()
         self._pm = plugin_manager
-        self._sink: HandoffSink[ReaderEvent | BridgeFailed | ChildProgress] = HandoffSink()
+        self._sink: TurnSink = HandoffSink()
         self._binding = binding(settings, sink=self._sink, plugin_manager=plugin_manager)
         self._lease = TurnLease(self._binding.state)
         self.shown = ShownLedger(self._binding.state.path / "shown.bin")
         """How much of each step's text the host was handed (the adapter records it)."""
         # Every harness process sweeps the kept agys at start and while it runs (agy.sweep).
         self._sweeper = acquire_sweeper(settings.keep, settings.state_base)
-        self._bridge: InteractionBridge | None = None
-        self._bridge_tasks: set[asyncio.Task[object]] = set()
         # What the person allowed "for this conversation", for its sub-agents too.
         self._grants = kept_grants(self._binding.state)
-        # The running sub-agents of the turn, each followed on its own cascade.
-        self._subagents = SubAgents(self._binding, self._sink.publish)
         self._turn: Turn | None = None
         """The running turn, or the latest one (its model names the turn's usage)."""
         # omnigent's choice when it changed, else a switch typed in agy, else the same model.
@@ -154,9 +152,10 @@ class AgySession:
         await self._binding.stop_every_agy("the person answered No, exit on the trust card")
 
     async def close(self, *, stop_agy: bool | None = None) -> None:
-        """Stop the reader and, unless configured to keep it, agy itself."""
-        for task in list(self._bridge_tasks):
-            task.cancel()
+        """Stop the reader and, unless configured to keep it, agy itself (a turn still
+        running ends first)."""
+        if self._turn is not None:
+            await self._turn.end()
         self._sweeper.release()
         self.shown.close()
         await self._binding.close(stop_agy=stop_agy)
@@ -175,15 +174,14 @@ class AgySession:
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[TurnEvent]:
         """Send `turn.text`, exactly as typed, as the newest user message and yield what agy
-        does until it is idle, ending with the turn's `TurnResult` (`Turn.end`)."""
-        # Declared before agy is even looked at: a sweep deciding now either sees the turn
-        # or has stopped agy already, and then ensure_started starts it again.
-        inherited = await asyncio.to_thread(self._lease.begin_turn)
+        does until it is idle, ending with the turn's `TurnResult` (`Turn.outcome`). However
+        the turn ends, it ends in `Turn.end`."""
+        inherited = await turn.begin(self._lease)
         try:
             async for event in self._run_turn(turn, inherited=inherited):
                 yield event
         finally:
-            await asyncio.to_thread(self._lease.end_turn)
+            await turn.end()
 
     async def _notices(self, agy: AgyProcess, turn: Turn) -> AsyncIterator[TurnEvent]:
         """What the person is told ahead of agy's answer: agy restarted under the conversation,
@@ -194,25 +192,14 @@ class AgySession:
         lost, self._binding.lost = self._binding.lost, None
         if lost is not None and agy.cascade_id is not None:
             # The person was told this message goes on from that conversation: it cannot.
-            carried = turn.carry_anew() if turn.carry_anew is not None else Carried(turn.text)
-            turn.text = carried.prompt
-            yield ConversationLost(lost[0], agy.cascade_id, lost[1], carried.messages)
+            carried = turn.begin_anew()
+            yield ConversationLost(lost[0], agy.cascade_id, lost[1], carried)
         if agy.cascade_id is not None and (notice := await self._version.text(agy.cascade_id)):
             yield notice
 
     async def _run_turn(self, turn: Turn, *, inherited: bool) -> AsyncIterator[TurnEvent]:
         """`inherited`: the harness process of the turn before died during it (see run_turn)."""
-        home = self._binding.home
-        home.next_turn(turn.instructions, turn.tools)
-        # The workspace agy can use, and the person's trust in it, before any agy starts.
-        await admit(
-            self._binding.gate,
-            turn.prompts,
-            conversation_id=self.settings.conversation_id,
-            stop_agy=self._stop_untrusted,
-        )
-        self._version.begin()  # while agy starts
-        agy = await self.ensure_started()
+        agy = await self._started_for(turn)
         async for notice in self._notices(agy, turn):
             yield notice
         catalog = await self.catalog()
@@ -224,56 +211,72 @@ class AgySession:
         cascade = agy.cascade_id
         assert cascade is not None
         self._turn = turn
-        turn.start(resolved.enum)
-        self._bridge = await self._new_bridge(cascade)
-        self._sink.bind()
-        try:
-            stale = [e for e in self._sink.take_held() if not isinstance(e, ChildProgress)]
-            # A harness process killed mid-turn left its turn to agy: what agy did for it
-            # since (the rest of an answer, a command's output) reaches omnigent now, first.
-            # Its host failed that turn; these steps were never published.
-            inheritance = leftovers(stale) if inherited else []
-            if len(stale) > len(inheritance):
-                # Steps between omnigent turns (someone typing in agy's TUI) are not part of
-                # this turn; the reader has recorded them, omnigent never asked for them.
-                skipped = len(stale) - len(inheritance)
-                kinds = ", ".join(sorted({type(event).__name__ for event in stale}))
-                _logger.info("skipping %d events that arrived between turns (%s)", skipped, kinds)
-            if inheritance:
-                _logger.info(
-                    "publishing %d events of the turn an earlier harness process left",
-                    len(inheritance),
-                )
-            for inherited_event in inheritance:
-                inherited_event = person_view(inherited_event, self._binding.gate.workspace)  # noqa: PLW2901
-                turn.tally.note(inherited_event)
-                # A sub-agent still running (its card may wait): followed again, shown again.
-                ask = self._start_interaction
-                for passed in await self._subagents.expand(inherited_event, ask):
-                    yield cast("TurnEvent", passed)
-            for gate in open_gates(stale):
-                # ...and a gate still open: agy waits on it (e.g. a harness restarted while
-                # its card was shown), so it is asked again; a stale one resolves as gone.
-                self._start_interaction(gate)
-            for running in [] if inherited else open_subagents(stale):  # ...or a sub-agent's
-                for passed in await self._subagents.expand(running, self._start_interaction):
-                    yield cast("TurnEvent", passed)
-            # Not kept for the rest of the turn: a replay held between turns can be tens of
-            # thousands of events.
-            del inheritance
-            release(stale)
-            home.open_turn(turn.tool_runner)
-            since = step_count(obj(summaries.get(cascade)))
-            await send_once(client, cascade, turn.text, resolved.enum, since=since)
-            async for event in self._follow_turn(turn):
-                yield event
-        finally:
-            turn.stop()
-            home.close_turn()
-            for task in list(self._bridge_tasks):
-                task.cancel()
-            await self._subagents.close()
-            self._sink.unbind()
+        turn.start(
+            resolved.enum,
+            home=self._binding.home,
+            sink=self._sink,
+            bridge=await self._new_bridge(cascade, turn),
+            # The running sub-agents of the turn, each followed on its own cascade.
+            subagents=SubAgents(self._binding, self._sink.publish),
+            stop=self.interrupt,
+        )
+        async for event in self._catch_up(turn, inherited=inherited):
+            yield event
+        turn.open_relay()
+        since = step_count(obj(summaries.get(cascade)))
+        await send_once(client, cascade, turn.text, resolved.enum, since=since)
+        async for event in self._follow_turn(turn):
+            yield event
+
+    async def _started_for(self, turn: Turn) -> AgyProcess:
+        """agy started for `turn`: its instructions and tools in agy's home, the workspace
+        admitted (the person's trust in it asked before any agy starts)."""
+        self._binding.home.next_turn(turn.instructions, turn.tools)
+        await admit(
+            self._binding.gate,
+            turn.prompts,
+            conversation_id=self.settings.conversation_id,
+            stop_agy=self._stop_untrusted,
+        )
+        self._version.begin()  # while agy starts
+        return await self.ensure_started()
+
+    async def _catch_up(self, turn: Turn, *, inherited: bool) -> AsyncIterator[TurnEvent]:
+        """What the reader published while no turn consumed it: dropped as not ours, but for
+        an inherited turn's steps, a gate still open and a sub-agent still running."""
+        stale = [e for e in self._sink.take_held() if not isinstance(e, ChildProgress)]
+        # A harness process killed mid-turn left its turn to agy: what agy did for it
+        # since (the rest of an answer, a command's output) reaches omnigent now, first.
+        # Its host failed that turn; these steps were never published.
+        inheritance = leftovers(stale) if inherited else []
+        if len(stale) > len(inheritance):
+            # Steps between omnigent turns (someone typing in agy's TUI) are not part of
+            # this turn; the reader has recorded them, omnigent never asked for them.
+            skipped = len(stale) - len(inheritance)
+            kinds = ", ".join(sorted({type(event).__name__ for event in stale}))
+            _logger.info("skipping %d events that arrived between turns (%s)", skipped, kinds)
+        if inheritance:
+            _logger.info(
+                "publishing %d events of the turn an earlier harness process left",
+                len(inheritance),
+            )
+        for inherited_event in inheritance:
+            inherited_event = person_view(inherited_event, self._binding.gate.workspace)  # noqa: PLW2901
+            turn.tally.note(inherited_event)
+            # A sub-agent still running (its card may wait): followed again, shown again.
+            for passed in await turn.passed_on(inherited_event):
+                yield cast("TurnEvent", passed)
+        for gate in open_gates(stale):
+            # ...and a gate still open: agy waits on it (e.g. a harness restarted while
+            # its card was shown), so it is asked again; a stale one resolves as gone.
+            turn.ask(gate)
+        for running in [] if inherited else open_subagents(stale):  # ...or a sub-agent's
+            for passed in await turn.passed_on(running):
+                yield cast("TurnEvent", passed)
+        # Not kept for the rest of the turn: a replay held between turns can be tens of
+        # thousands of events.
+        del inheritance
+        release(stale)
 
     async def _follow_turn(self, turn: Turn) -> AsyncIterator[TurnEvent]:
         while True:
@@ -283,7 +286,7 @@ class AgySession:
             if isinstance(event, ReaderFailed | BridgeFailed):
                 raise event.error
             if isinstance(event, TurnEnded):
-                result = turn.end(event)
+                result = turn.outcome(event)
                 if result is None:
                     continue  # the end of an earlier turn, published before ours began
                 model = self.turn_model_name
@@ -296,12 +299,12 @@ class AgySession:
                 _logger.debug("agy's conversation is now %s (/clear)", event.new_cascade_id)
             elif isinstance(event, InteractionRequested):
                 turn.tally.note(event)
-                self._start_interaction(event)
+                turn.ask(event)
             elif not isinstance(event, ChildProgress):
                 event = person_view(event, self._binding.gate.workspace)
                 turn.tally.note(event)
             # A sub-agent's start, end and what it did meanwhile; its gates go to the bridge.
-            for passed in await self._subagents.expand(event, self._start_interaction):
+            for passed in await turn.passed_on(event):
                 yield cast("TurnEvent", passed)
 
     async def _next_event(self) -> ReaderEvent | BridgeFailed | ChildProgress | None:
@@ -318,45 +321,20 @@ class AgySession:
                 ) from None
             return None
 
-    def _start_interaction(self, request: InteractionRequested) -> None:
-        bridge = self._bridge
-        if bridge is None:
-            return
-        task: asyncio.Task[object] = asyncio.create_task(self._interact(bridge, request))
-        self._bridge_tasks.add(task)
-        task.add_done_callback(self._bridge_tasks.discard)
-
-    async def _interact(self, bridge: InteractionBridge, request: InteractionRequested) -> object:
-        try:
-            outcome = await bridge.handle(request)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            # agy would wait forever for an answer nobody can give: refuse it on the wire,
-            # stop the turn, and tell the person what went wrong.
-            _logger.exception("answering agy's %s failed", request.kind)
-            await self.interrupt()
-            self._sink.publish(BridgeFailed(exc))
-            return None
-        if getattr(outcome, "dismissed", False):
-            # The person closed the card instead of answering: that ends the turn.
-            await self.interrupt()
-        return outcome
-
     async def interrupt(self) -> bool:
         """Stop the running turn: deny what is pending (a WAITING step ignores cancels, §3/§6),
         then cancel the cascade."""
         agy = self._binding.agy
         if agy is None or agy.cascade_id is None:
             return False
-        if self._turn is not None:
-            self._turn.interrupted = True
-        if self._bridge is not None:
-            await self._bridge.deny_pending(self._subagents.running())
+        turn = self._turn
+        if turn is not None:
+            await turn.interrupt()
         client = await self._binding.rpc()
         # The whole tree: the conversation first (so it starts no further sub-agent), then
         # each running sub-agent, whose gates were refused above.
-        for cascade in [agy.cascade_id, *self._subagents.running()]:
+        children = [] if turn is None else turn.subagent_cascades()
+        for cascade in [agy.cascade_id, *children]:
             try:
                 await client.run(_cancel(cascade))
             except RpcError as exc:
@@ -386,14 +364,13 @@ class AgySession:
 
     # --- helpers --------------------------------------------------------------------------
 
-    async def _new_bridge(self, cascade_id: str) -> InteractionBridge:
+    async def _new_bridge(self, cascade_id: str, turn: Turn) -> InteractionBridge:
         """The turn's bridge, on the conversation as the whereabouts say it is now (after a
         `/clear` too); on `cascade_id` where nothing owns them (a test's fake agy)."""
-        assert self._turn is not None
         return InteractionBridge(
             client=await self._binding.rpc(),
             cascade_id=self._binding.whereabouts or cascade_id,
-            prompts=self._turn.prompts,
+            prompts=turn.prompts,
             policy=self._policy,
             plugin_manager=self._pm,
             person_paths=self._binding.gate.workspace.for_person,

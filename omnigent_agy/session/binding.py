@@ -40,6 +40,7 @@ from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost, process_running
 from omnigent_agy.agy.trust import WorkspaceTrust
+from omnigent_agy.agy.workspace import AgyWorkspace
 from omnigent_agy.errors import PreflightError, RpcError, SessionError
 from omnigent_agy.failure_catalogue import AGY_UNREACHABLE, Failure
 from omnigent_agy.interactions.hooks import model_aliases
@@ -174,6 +175,29 @@ class AgyBinding:
                 self.home.seed(fresh=False)  # this turn's instructions or tools
             return self._agy
         await self._stop_reader()
+        if sign_in_changed and await asyncio.to_thread(stop_for_sign_in, self.state.path):
+            _logger.info("the person's sign-in changed: agy starts again with it")
+        record = await asyncio.to_thread(self.state.read_record)
+        wanted = None if record is None else record.cascade_id  # what agy is to go on with
+        agy, launched = await self._reattach_or_launch(where)
+        await self._bind_endpoint(agy)
+        client = await self.rpc()
+        fresh_cascade = await self._bind_cascade(client, agy, wanted, launched=launched)
+        assert agy.cascade_id is not None
+        ignored = await check_workspace(client, agy.cascade_id, agy.log_file, where)
+        if ignored is not None:
+            await self.stop_every_agy("agy ignored its workspace")
+            raise ignored
+        await self._start_reader(fresh_cascade=fresh_cascade)
+        return agy
+
+    async def _reattach_or_launch(self, where: AgyWorkspace) -> tuple[AgyProcess, bool]:
+        """The recorded agy re-attached, else one launched (after the trust and the
+        pre-flight); True when launched."""
+        agy = await reattach(self._terminals, self.state)
+        if agy is not None:
+            self.home.seed(fresh=False)  # e.g. a token the person's agy renewed meanwhile
+            return agy, False
         spec = AgyLaunchSpec(
             command=self.settings.command,
             workspace=self.settings.workspace,
@@ -182,49 +206,44 @@ class AgyBinding:
             env=dict(self.settings.env),
             ready_timeout=self.settings.ready_timeout,
         )
-        if sign_in_changed and await asyncio.to_thread(stop_for_sign_in, self.state.path):
-            _logger.info("the person's sign-in changed: agy starts again with it")
-        record = await asyncio.to_thread(self.state.read_record)
-        wanted = None if record is None else record.cascade_id  # what agy is to go on with
-        agy = await reattach(self._terminals, self.state)
-        launched = agy is None
-        if agy is None:
-            await asyncio.to_thread(self.gate.require_trust)  # before any agy starts
-            self.home.seed(fresh=True)
-            agy = await launch_checked(
-                self._terminals,
-                spec,
-                conversation_id=self.settings.conversation_id,
-                preflight=self._preflight,
-            )
+        await asyncio.to_thread(self.gate.require_trust)  # before any agy starts
+        self.home.seed(fresh=True)
+        agy = await launch_checked(
+            self._terminals,
+            spec,
+            conversation_id=self.settings.conversation_id,
+            preflight=self._preflight,
+        )
+        return agy, True
+
+    async def _bind_cascade(
+        self, client: FollowingClient, agy: AgyProcess, wanted: str | None, *, launched: bool
+    ) -> bool:
+        """The conversation bound: agy's own when it knows it, else (noting a conversation
+        it would not go on with) the one its TUI opened, else one started over RPC. True
+        when a fresh cascade was bound."""
+        if agy.cascade_id is not None and await self._cascade_known(client, agy.cascade_id):
+            return False
+        if agy.resumed_after is not None and agy.cascade_id is not None:
+            _logger.warning("agy could not resume conversation %s", agy.cascade_id)
+            agy.resumed_after += f"; conversation {agy.cascade_id} could not be resumed"
+        if wanted is not None:
+            # No cascade at all: the launcher's agy would not even start on it.
+            why = "agy did not know it" if agy.cascade_id else "agy would not start on it"
+            self.lost = (wanted, why)
+        tui = await self._tui_cascade(client) if launched else None
+        if tui is not None:
+            # The conversation agy's TUI shows: a person attached to the tmux session
+            # watches this very conversation (docs/decisions.md §2).
+            agy.bind_cascade(tui, follows_tui=True)
         else:
-            self.home.seed(fresh=False)  # e.g. a token the person's agy renewed meanwhile
-        await self._bind_endpoint(agy)
-        client = await self.rpc()
-        fresh_cascade = False
-        if agy.cascade_id is None or not await self._cascade_known(client, agy.cascade_id):
-            if agy.resumed_after is not None and agy.cascade_id is not None:
-                _logger.warning("agy could not resume conversation %s", agy.cascade_id)
-                agy.resumed_after += f"; conversation {agy.cascade_id} could not be resumed"
-            if wanted is not None:
-                # No cascade at all: the launcher's agy would not even start on it.
-                why = "agy did not know it" if agy.cascade_id else "agy would not start on it"
-                self.lost = (wanted, why)
-            tui = await self._tui_cascade(client) if launched else None
-            if tui is not None:
-                # The conversation agy's TUI shows: a person attached to the tmux session
-                # watches this very conversation (docs/decisions.md §2).
-                agy.bind_cascade(tui, follows_tui=True)
-            else:
-                # A cascade started over RPC is not the one the TUI shows (docs/wire.md §3).
-                agy.bind_cascade(await client.run(lambda c: c.start_cascade(), resend_safe=False))
-            fresh_cascade = True
-        assert agy.cascade_id is not None
+            # A cascade started over RPC is not the one the TUI shows (docs/wire.md §3).
+            agy.bind_cascade(await client.run(lambda c: c.start_cascade(), resend_safe=False))
+        return True
+
+    async def _start_reader(self, *, fresh_cascade: bool) -> None:
+        """The reader following the bound conversation, caught up."""
         assert self._whereabouts is not None
-        ignored = await check_workspace(client, agy.cascade_id, agy.log_file, where)
-        if ignored is not None:
-            await self.stop_every_agy("agy ignored its workspace")
-            raise ignored
         self._reader = CascadeReader(
             whereabouts=self._whereabouts,
             sink=self._sink,
@@ -238,7 +257,6 @@ class AgyBinding:
         ready = await asyncio.to_thread(self._reader.wait_ready, self.settings.ready_timeout)
         if not ready:
             raise SessionError("agy's conversation stream never answered", kind=AGY_UNREACHABLE)
-        return agy
 
     def _still_running(self, agy: AgyProcess) -> bool:
         """Whether the bound agy still runs: every turn asks, so after the first look (tmux's

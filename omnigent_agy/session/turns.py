@@ -1,20 +1,16 @@
-"""One turn: what it is asked, whether it runs, and how it ends.
+"""What a turn yields and how its end is decided from its events.
 
-A `Turn` holds what the host asks of a turn (the text, the model and effort, the person's
-prompts, the agent's instructions, omnigent's tools and their runner) and what the session
-learns while it runs (the model it runs on, running, interrupted, the `TurnTally`); its end
-is decided in one place, `Turn.end`: completed, cancelled (interrupted), or failed (agy
-reported an error it did not recover from).
+`TurnResult` is the last thing a turn yields: completed, cancelled (interrupted), or failed
+(agy reported an error it did not recover from), as the `TurnTally` of its events decides;
+`AgyRestarted` and `ConversationLost` are what a host is told ahead of agy's answer. The turn
+itself, what it holds and where it ends, is `Turn` (session/turn.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from omnigent_agy.failure_catalogue import Failure
-from omnigent_agy.interactions.prompts import HostPrompts
 from omnigent_agy.reading.events import (
     AssistantMessage,
     ErrorReported,
@@ -26,8 +22,6 @@ from omnigent_agy.reading.events import (
 )
 from omnigent_agy.reading.reader import ConversationRotated, TurnEnded
 from omnigent_agy.reading.steps import ModelUsage
-from omnigent_agy.relay.channel import ToolRunner
-from omnigent_agy.session.history import Carried
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,47 +129,3 @@ class TurnTally:
 
 def _prompt(usage: ModelUsage) -> int:
     return usage.input_tokens + usage.cache_read_tokens
-
-
-@dataclass(slots=True, eq=False)
-class Turn:
-    """One turn of a session: what it is asked (set by the host) and its state (the session's).
-
-    `text` is sent exactly as typed as the newest user message; `instructions` (the agent's
-    prompt) become agy's own instructions, the GEMINI.md of its private gemini dir, never part
-    of the person's message; `tools` are omnigent's tools for this turn, which agy calls over
-    MCP and `tool_runner` runs (session/home.py).
-    """
-
-    text: str
-    prompts: HostPrompts
-    model: str | None = None
-    effort: str | None = None
-    instructions: str | None = None
-    tools: Sequence[Mapping[str, Any]] = ()
-    tool_runner: ToolRunner | None = None
-    carry_anew: Callable[[], Carried] | None = None
-    """What to send instead when agy's conversation begins anew for this turn
-    (`ConversationLost`): `text` with the conversation's earlier messages carried
-    (session/history.py); None: `text` as it is."""
-    plan_model: str | None = field(default=None, init=False)
-    """The model enum the turn runs on, once chosen (`model_choice`)."""
-    running: bool = field(default=False, init=False)
-    interrupted: bool = field(default=False, init=False)
-    tally: TurnTally = field(default_factory=TurnTally, init=False)
-
-    def start(self, plan_model: str) -> None:
-        """The turn is sent on `plan_model` now."""
-        self.plan_model = plan_model
-        self.interrupted = False
-        self.running = True
-
-    def stop(self) -> None:
-        self.running = False
-
-    def end(self, ended: TurnEnded) -> TurnResult | None:
-        """How the turn ended, now that agy is idle; None when `ended` is the end of an
-        earlier turn (published before this one's user input)."""
-        if not self.tally.boundary_seen:
-            return None
-        return self.tally.result(ended, interrupted=self.interrupted)

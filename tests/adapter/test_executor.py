@@ -34,7 +34,8 @@ from omnigent_agy.onboarding.catalog import ModelCatalog
 from omnigent_agy.reading import events as ev
 from omnigent_agy.reading.steps import ModelUsage, StepKey
 from omnigent_agy.session.agy_session import PreflightError
-from omnigent_agy.session.turns import AgyRestarted, Turn, TurnResult
+from omnigent_agy.session.turn import Turn
+from omnigent_agy.session.turns import AgyRestarted, TurnResult
 
 
 def key(index: int) -> StepKey:

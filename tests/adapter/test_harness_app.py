@@ -28,7 +28,7 @@ from omnigent.community.harness.agy.app import create_app
 from simproc import AGY_SIM
 from waiting import wait_until
 
-from agy_sim.stack.harness_server import HarnessServer, Turn
+from agy_sim.stack.harness_server import HarnessServer, StreamedTurn
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.rpc.client import RpcClient
@@ -297,7 +297,7 @@ def test_a_second_turn_sends_only_the_new_message(
         {"type": "message", "role": "assistant", "content": "an answer"},
         {"type": "message", "role": "user", "content": "second message"},
     ]
-    turn = Turn(harness)
+    turn = StreamedTurn(harness)
     turn.start({"type": "message", "role": "user", "content": history, "model": "agy"})
     turn.until("response.completed")
     texts = [s["userInput"]["userResponse"] for s in user_inputs(agy_env, harness.conversation_id)]
@@ -351,7 +351,7 @@ def test_a_message_sent_during_a_turn_steers_it(
     turn.until("response.completed", timeout=120)
 
 
-def failed_code(turn: Turn) -> str:
+def failed_code(turn: StreamedTurn) -> str:
     failed = turn.until("response.failed")
     error = failed["response"].get("error") or {}
     return str(error.get("code"))

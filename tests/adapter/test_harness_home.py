@@ -21,7 +21,7 @@ from mcp.client.stdio import stdio_client
 from omnigent.community.harness.agy.app import create_app
 from waiting import wait_until
 
-from agy_sim.stack.harness_server import HarnessServer, Turn
+from agy_sim.stack.harness_server import HarnessServer, StreamedTurn
 from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
 from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.statedir import SessionStateDir
@@ -89,11 +89,11 @@ def mcp_listed(env: dict[str, str], harness: HarnessServer) -> str:
     )
 
 
-def completed(turn: Turn) -> dict[str, Any]:
+def completed(turn: StreamedTurn) -> dict[str, Any]:
     return turn.until("response.completed", timeout=90)
 
 
-def outputs(turn: Turn) -> list[str]:
+def outputs(turn: StreamedTurn) -> list[str]:
     return [str(item.get("output")) for item in turn.items("function_call_output")]
 
 
@@ -144,7 +144,7 @@ def test_a_persons_mcp_tool_is_gated_unless_auto_approved(
     assert not [e for e in free.events if e["type"] == "response.elicitation_request"]
 
 
-def play_runner(turn: Turn, harness: HarnessServer, answer: str) -> dict[str, Any]:
+def play_runner(turn: StreamedTurn, harness: HarnessServer, answer: str) -> dict[str, Any]:
     """Resolve the turn's omnigent tool call as omnigent's runner does (`tool_result`)."""
     call = turn.until(
         "response.output_item.done",

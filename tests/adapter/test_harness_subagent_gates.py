@@ -21,7 +21,7 @@ from omnigent.community.harness.agy.app import create_app
 from test_harness_app import agy_call, agy_record, steps_of
 from waiting import wait_until
 
-from agy_sim.stack.harness_server import HarnessServer, Turn
+from agy_sim.stack.harness_server import HarnessServer, StreamedTurn
 
 pytestmark = pytest.mark.tmux
 
@@ -66,7 +66,7 @@ def last_of(steps: list[dict[str, Any]], step_type: str) -> dict[str, Any]:
     return [s for s in steps if s["type"] == step_type][-1]
 
 
-def subagent_events(turn: Turn, kind: str) -> list[dict[str, Any]]:
+def subagent_events(turn: StreamedTurn, kind: str) -> list[dict[str, Any]]:
     return [e for e in turn.events if e.get("type") == f"subagent.{kind}"]
 
 

@@ -22,7 +22,7 @@ import pytest
 from harnessproc import runner_env
 from omnigent.community.harness.agy.app import create_app
 
-from agy_sim.stack.harness_server import HarnessServer, Turn
+from agy_sim.stack.harness_server import HarnessServer, StreamedTurn
 from omnigent_agy.agy.conversations import ConversationSummary
 from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
@@ -91,7 +91,7 @@ def test_a_refused_resume_is_said_on_the_turn_and_the_history_carried(
     conversation = f"conv_{uuid.uuid4().hex[:12]}"
     note = opened(env, conversation)
     with HarnessServer(create_app(), conversation) as harness:
-        turn = Turn(harness)
+        turn = StreamedTurn(harness)
         history = [note, {"type": "message", "role": "user", "content": "where were we?"}]
         turn.start({"type": "message", "role": "user", "content": history, "model": "agy"})
         turn.until("response.completed", timeout=120)
@@ -110,7 +110,7 @@ def test_a_refused_resume_is_said_on_the_turn_and_the_history_carried(
         assert renames == []
 
         # Said once: the next turn goes on from the new conversation, nothing carried again.
-        again = Turn(harness)
+        again = StreamedTurn(harness)
         later = [
             *history,
             {"type": "message", "role": "assistant", "content": answer},
@@ -143,7 +143,7 @@ def test_an_agy_that_exits_on_the_id_is_started_on_a_new_one_and_says_so(
     conversation = f"conv_{uuid.uuid4().hex[:12]}"
     note = opened(env, conversation)
     with HarnessServer(create_app(), conversation) as harness:
-        turn = Turn(harness)
+        turn = StreamedTurn(harness)
         history = [note, {"type": "message", "role": "user", "content": "where were we?"}]
         turn.start({"type": "message", "role": "user", "content": history, "model": "agy"})
         turn.until("response.completed", timeout=120)

@@ -24,7 +24,7 @@ from harnessproc import runner_env
 from omnigent.community.harness.agy.app import create_app
 from simproc import wait_exited
 
-from agy_sim.stack.harness_server import HarnessServer, Turn
+from agy_sim.stack.harness_server import HarnessServer, StreamedTurn
 from omnigent_agy.agy.statedir import SessionStateDir
 
 pytestmark = pytest.mark.tmux
@@ -42,7 +42,7 @@ def hidden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         yield workspace
 
 
-def error_of(turn: Turn) -> dict[str, Any]:
+def error_of(turn: StreamedTurn) -> dict[str, Any]:
     failed = turn.until("response.failed", timeout=120)
     error = failed["response"].get("error")
     assert isinstance(error, dict), failed

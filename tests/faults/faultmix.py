@@ -1,7 +1,8 @@
 """The seeded fault suite's parts: a conversation on agy-sim, random fault mixes, the checks.
 
-A `Conversation` is one omnigent conversation served by the real harness app (`HarnessServer`)
-whose agy is agy-sim, launched by the executor as agy would be, with a fault control file.
+A `HarnessConversation` is one omnigent conversation served by the real harness app
+(`HarnessServer`) whose agy is agy-sim, launched by the executor as agy would be, with a fault
+control file.
 A `Trial` is one turn under a random mix of faults drawn from a seeded `random.Random`;
 `run_trial` plays it as a person in the web UI would (answering every card) and checks what
 reached omnigent against what agy committed:
@@ -41,7 +42,7 @@ from omnigent.community.harness.agy.app import create_app
 from simproc import harness_env
 from waiting import wait_until
 
-from agy_sim.stack.harness_server import HarnessServer, Turn
+from agy_sim.stack.harness_server import HarnessServer, StreamedTurn
 from omnigent_agy.agy.keep import read_activity
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
@@ -130,7 +131,7 @@ SLOW_DISK = SlowDisk()
 
 
 @contextlib.contextmanager
-def conversation_on_sim(tmp: Path, **extra: str) -> Iterator[Conversation]:
+def conversation_on_sim(tmp: Path, **extra: str) -> Iterator[HarnessConversation]:
     """One conversation with its harness open, in the environment above (set for the
     duration); its harness, agy and tmux server are stopped at the end, even on failure."""
     faults = tmp / "faults.json"
@@ -140,7 +141,7 @@ def conversation_on_sim(tmp: Path, **extra: str) -> Iterator[Conversation]:
         for key, value in env.items():
             patch.setenv(key, value)
         patch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
-        talk = Conversation(env, faults)
+        talk = HarnessConversation(env, faults)
         try:
             talk.open()
             yield talk
@@ -152,7 +153,7 @@ def conversation_on_sim(tmp: Path, **extra: str) -> Iterator[Conversation]:
 
 
 @contextlib.contextmanager
-def conversation_after_a_turn(tmp: Path, **extra: str) -> Iterator[Conversation]:
+def conversation_after_a_turn(tmp: Path, **extra: str) -> Iterator[HarnessConversation]:
     """`conversation_on_sim` once a first turn has run (agy started, its cascade bound)."""
     with conversation_on_sim(tmp, **extra) as conversation:
         assert conversation.harness is not None
@@ -280,7 +281,7 @@ def draw_trial(rng: random.Random, number: int) -> Trial:
     return Trial(number, scenario, rules, restart, respawn, labels, slow, back_to_back)
 
 
-class Conversation:
+class HarnessConversation:
     """One conversation of the real harness app on agy-sim, across trials and respawns."""
 
     def __init__(self, env: dict[str, str], faults: Path) -> None:
@@ -385,7 +386,7 @@ def answer(harness: HarnessServer, card: dict[str, Any]) -> None:
     harness.press(card, allow or "")  # the first button the web shows
 
 
-def play(conversation: Conversation, trial: Trial) -> list[tuple[str, Turn]]:
+def play(conversation: HarnessConversation, trial: Trial) -> list[tuple[str, StreamedTurn]]:
     """Run the trial's turns to their ends, answering every card, moving agy at its moment;
     each message with its turn. A back-to-back message is sent the moment the turn before
     it has ended."""
@@ -393,7 +394,7 @@ def play(conversation: Conversation, trial: Trial) -> list[tuple[str, Turn]]:
     assert harness is not None
     if trial.restart == "before":
         conversation.move()
-    played: list[tuple[str, Turn]] = []
+    played: list[tuple[str, StreamedTurn]] = []
     moved = trial.restart in (None, "before")
     for text in trial.texts:
         played.append((text, harness.turn(text)))
@@ -401,7 +402,9 @@ def play(conversation: Conversation, trial: Trial) -> list[tuple[str, Turn]]:
     return played
 
 
-def _play_turn(conversation: Conversation, trial: Trial, turn: Turn, *, moved: bool) -> bool:
+def _play_turn(
+    conversation: HarnessConversation, trial: Trial, turn: StreamedTurn, *, moved: bool
+) -> bool:
     """One turn to its end; whether agy has moved (it moves once a trial). While the turn
     waits on a card, the activity lease must say a turn runs: a sweep trusts it not to stop
     agy."""
@@ -451,7 +454,7 @@ def turn_steps(steps: list[dict[str, Any]], text: str) -> list[tuple[int, dict[s
     return [(i, steps[i]) for i in range(start, end)]
 
 
-def check(conversation: Conversation, text: str, turn: Turn) -> None:
+def check(conversation: HarnessConversation, text: str, turn: StreamedTurn) -> None:
     """What reached omnigent is exactly what agy committed for the turn that began with the
     message `text` (see the module)."""
     kinds = turn.kinds()
@@ -483,7 +486,7 @@ def check(conversation: Conversation, text: str, turn: Turn) -> None:
     assert cards == gates, f"agy asked {gates} times, {cards} cards were shown"
 
 
-def _failure(turn: Turn) -> str:
+def _failure(turn: StreamedTurn) -> str:
     failed = [e for e in turn.events if e.get("type") == "response.failed"]
     return json.dumps(failed[-1].get("response", {}).get("error")) if failed else "?"
 

@@ -12,18 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faultmix import USER_INPUT, Conversation, answer, conversation_on_sim
+from faultmix import USER_INPUT, HarnessConversation, answer, conversation_on_sim
 
 pytestmark = pytest.mark.tmux
 
 
 @pytest.fixture(scope="module")
-def talk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Conversation]:
+def talk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HarnessConversation]:
     with conversation_on_sim(tmp_path_factory.mktemp("bad-input")) as conversation:
         yield conversation
 
 
-def _post_answer(talk: Conversation, card: dict[str, Any], content: object) -> int:
+def _post_answer(talk: HarnessConversation, card: dict[str, Any], content: object) -> int:
     assert talk.harness is not None
     reply = talk.harness.post(
         {
@@ -43,7 +43,7 @@ def _post_answer(talk: Conversation, card: dict[str, Any], content: object) -> i
 )
 @pytest.mark.parametrize("text", ["ask me a question", "run: echo malformed"])
 def test_a_malformed_answer_asks_again_and_the_turn_goes_on(
-    talk: Conversation, text: str, content: object
+    talk: HarnessConversation, text: str, content: object
 ) -> None:
     harness = talk.harness
     assert harness is not None
@@ -82,7 +82,7 @@ def test_a_malformed_answer_asks_again_and_the_turn_goes_on(
     ],
     ids=["nul", "escapes", "bidi"],
 )
-def test_odd_text_in_a_turn_is_sent_and_answered(talk: Conversation, text: str) -> None:
+def test_odd_text_in_a_turn_is_sent_and_answered(talk: HarnessConversation, text: str) -> None:
     harness = talk.harness
     assert harness is not None
     turn = harness.turn(text)
@@ -93,7 +93,7 @@ def test_odd_text_in_a_turn_is_sent_and_answered(talk: Conversation, text: str) 
     assert said[-1]["userInput"]["userResponse"].startswith(text.split(maxsplit=1)[0])
 
 
-def test_a_file_name_that_is_not_utf8_is_rendered_safely(talk: Conversation) -> None:
+def test_a_file_name_that_is_not_utf8_is_rendered_safely(talk: HarnessConversation) -> None:
     workspace = Path(talk.env["HARNESS_AGY_CLI_CWD"])
     (workspace / b"caf\xe9-\xff.txt".decode("utf-8", "surrogateescape")).write_bytes(b"x\x00y")
     harness = talk.harness

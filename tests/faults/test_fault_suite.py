@@ -34,7 +34,7 @@ import pytest
 from conftest import REPO_ROOT
 from faultmix import (
     SLOW_DISK,
-    Conversation,
+    HarnessConversation,
     Tally,
     check,
     draw_trial,
@@ -54,7 +54,9 @@ ARTIFACTS = REPO_ROOT / ".artifacts" / "faults"
 
 
 @pytest.fixture
-def conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Conversation]]:
+def conversations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[list[HarnessConversation]]:
     """CHUNKS conversations, each with its own agy-sim and fault control file; one tmux
     server and state directory for all (as one runner would have)."""
     # CHUNKS agys of one person run at once: the sweep's default cap would stop the least
@@ -65,14 +67,14 @@ def conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[l
         monkeypatch.setenv(key, value)
     SLOW_DISK.install(monkeypatch)
     monkeypatch.delenv("HARNESS_AGY_CLI_MODEL", raising=False)
-    talks: list[Conversation] = []
+    talks: list[HarnessConversation] = []
     try:
         for chunk in range(CHUNKS):
             faults = tmp_path / f"faults-{chunk}.json"
             faults.write_text(json.dumps({"restart": 0, "faults": []}))
             # agy inherits the environment it is launched with: each its own control file.
             monkeypatch.setenv("AGY_SIM_FAULTS", str(faults))
-            talk = Conversation({**env, "AGY_SIM_FAULTS": str(faults)}, faults)
+            talk = HarnessConversation({**env, "AGY_SIM_FAULTS": str(faults)}, faults)
             talks.append(talk)
             talk.open().turn(f"hello before the faults, {chunk}").finish()
         yield talks
@@ -88,7 +90,7 @@ def conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[l
         gc.collect()
 
 
-def run_chunk(conversation: Conversation, seed: int, count: int) -> Tally:
+def run_chunk(conversation: HarnessConversation, seed: int, count: int) -> Tally:
     """`count` seeded trials on one conversation; failures are collected, not raised."""
     rng = random.Random(seed)
     tally = Tally()
@@ -136,7 +138,7 @@ def run_chunk(conversation: Conversation, seed: int, count: int) -> Tally:
 # warns, at some later moment of this long test.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_every_committed_step_reaches_omnigent_exactly_once(
-    conversations: list[Conversation], caplog: pytest.LogCaptureFixture, tmp_path: Path
+    conversations: list[HarnessConversation], caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     caplog.set_level(logging.INFO, logger="omnigent_agy")
     counts = [TRIALS // CHUNKS + (1 if c < TRIALS % CHUNKS else 0) for c in range(CHUNKS)]
@@ -161,7 +163,7 @@ def test_every_committed_step_reaches_omnigent_exactly_once(
     assert_secrets_kept(conversations, caplog.text, tmp_path)
 
 
-def assert_secrets_kept(conversations: list[Conversation], logs: str, root: Path) -> None:
+def assert_secrets_kept(conversations: list[HarnessConversation], logs: str, root: Path) -> None:
     """Every captured output of the run is grepped for every agy's CSRF token; the state
     directories and the tmux socket are private."""
     tokens = [talk.record().csrf_token for talk in conversations]

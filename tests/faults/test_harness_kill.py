@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faultmix import PLANNER, TOOL_STEPS, USER_INPUT, Conversation, answer, environment
+from faultmix import PLANNER, TOOL_STEPS, USER_INPUT, HarnessConversation, answer, environment
 from runnerproc import HarnessProcess
 from waiting import wait_until
 
-from agy_sim.stack.harness_server import Turn
+from agy_sim.stack.harness_server import StreamedTurn
 from omnigent_agy.rpc.client import RpcClient
 
 pytestmark = pytest.mark.tmux
@@ -40,7 +40,7 @@ WAITING = "CORTEX_STEP_STATUS_WAITING"
 IDLE = "CASCADE_RUN_STATUS_IDLE"
 
 
-class ProcessConversation(Conversation):
+class ProcessConversation(HarnessConversation):
     """A conversation whose harness is an OS process (`HarnessProcess`), not a thread."""
 
     def __init__(self, env: dict[str, str], faults: Path, log_dir: Path) -> None:
@@ -119,7 +119,9 @@ def _committed_text(steps: list[dict[str, Any]]) -> str:
     )
 
 
-def _check_exactly_once(talk: ProcessConversation, turns: list[Turn], texts: list[str]) -> None:
+def _check_exactly_once(
+    talk: ProcessConversation, turns: list[StreamedTurn], texts: list[str]
+) -> None:
     """Every step agy committed for `texts` reached omnigent once, in order, over `turns`."""
     steps = talk.steps()
     ours = [s for text in texts for s in _turn_steps(steps, text)]
@@ -152,7 +154,7 @@ def _next_turn_works(talk: ProcessConversation, harness: HarnessProcess, text: s
     assert turn.text() == _committed_text(_turn_steps(talk.steps(), text))
 
 
-def _killed(turn: Turn) -> None:
+def _killed(turn: StreamedTurn) -> None:
     """The killed turn's stream broke, as the runner sees it (it fails the turn)."""
     turn.finish(30)
     assert turn.broken is not None or "response.completed" not in turn.kinds(), turn.kinds()

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faultmix import PLANNER, USER_INPUT, Conversation, answer, conversation_on_sim
+from faultmix import PLANNER, USER_INPUT, HarnessConversation, answer, conversation_on_sim
 
 from agy_sim.scenarios import LARGE_DEFAULT, large_text
-from agy_sim.stack.harness_server import Turn
+from agy_sim.stack.harness_server import StreamedTurn
 from omnigent_agy.reading.mapper_state import DEFAULT_OUTPUT_CAP
 
 pytestmark = pytest.mark.tmux
@@ -30,12 +30,12 @@ TURN_SECONDS = 120
 
 
 @pytest.fixture(scope="module")
-def talk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Conversation]:
+def talk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HarnessConversation]:
     with conversation_on_sim(tmp_path_factory.mktemp("large")) as conversation:
         yield conversation
 
 
-def _play(talk: Conversation, text: str, pick: str | None = None) -> Turn:
+def _play(talk: HarnessConversation, text: str, pick: str | None = None) -> StreamedTurn:
     """One turn to its end, every card answered (`pick`: the option to press)."""
     harness = talk.harness
     assert harness is not None
@@ -50,7 +50,7 @@ def _play(talk: Conversation, text: str, pick: str | None = None) -> Turn:
     return turn
 
 
-def _ours(talk: Conversation, text: str) -> list[dict[str, Any]]:
+def _ours(talk: HarnessConversation, text: str) -> list[dict[str, Any]]:
     steps = talk.steps()
     starts = [
         i
@@ -69,7 +69,7 @@ def _answers(steps: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _exactly_once(talk: Conversation, turn: Turn, text: str) -> list[dict[str, Any]]:
+def _exactly_once(talk: HarnessConversation, turn: StreamedTurn, text: str) -> list[dict[str, Any]]:
     """The turn's deltas are agy's committed answers, whole, each once; its steps returned."""
     ours = _ours(talk, text)
     want = "\n\n".join(a for a in _answers(ours) if a)
@@ -80,7 +80,7 @@ def _exactly_once(talk: Conversation, turn: Turn, text: str) -> list[dict[str, A
     return ours
 
 
-def test_a_megabyte_message(talk: Conversation) -> None:
+def test_a_megabyte_message(talk: HarnessConversation) -> None:
     # No whitespace: agy-sim's plain answer echoes the message and streams it word by word.
     text = "-".join(f"{n:07d}" for n in range(MIB // 8))[:MIB]
     turn = _play(talk, text)
@@ -89,7 +89,7 @@ def test_a_megabyte_message(talk: Conversation) -> None:
     assert text in turn.text(), "the answer does not quote the whole message"
 
 
-def test_a_megabyte_answer_in_many_frames(talk: Conversation) -> None:
+def test_a_megabyte_answer_in_many_frames(talk: HarnessConversation) -> None:
     text = "write a large answer, please"
     turn = _play(talk, text)
     _exactly_once(talk, turn, text)
@@ -98,7 +98,7 @@ def test_a_megabyte_answer_in_many_frames(talk: Conversation) -> None:
     assert deltas >= 32, f"the answer came in {deltas} deltas, not as a stream"
 
 
-def _tool_output(turn: Turn) -> str:
+def _tool_output(turn: StreamedTurn) -> str:
     outputs = turn.items("function_call_output")
     assert len(outputs) == 1, outputs
     return str(outputs[0]["output"])
@@ -114,7 +114,7 @@ def _check_capped(output: str, full: str) -> None:
     assert "Ask agy about the part you need" in note, note
 
 
-def test_a_megabyte_command_output(talk: Conversation) -> None:
+def test_a_megabyte_command_output(talk: HarnessConversation) -> None:
     text = "print a large output"
     turn = _play(talk, text)
     ours = _exactly_once(talk, turn, text)
@@ -124,7 +124,7 @@ def test_a_megabyte_command_output(talk: Conversation) -> None:
     _check_capped(_tool_output(turn), full)
 
 
-def test_a_megabyte_file_with_the_longest_name(talk: Conversation) -> None:
+def test_a_megabyte_file_with_the_longest_name(talk: HarnessConversation) -> None:
     workspace = Path(talk.env["HARNESS_AGY_CLI_CWD"])
     name = "n" * 251 + ".txt"  # NAME_MAX: 255 bytes
     content = large_text(MIB)
@@ -143,7 +143,7 @@ def test_a_megabyte_file_with_the_longest_name(talk: Conversation) -> None:
     assert _tool_output(viewed) == seen, "the file's content did not arrive whole"
 
 
-def test_a_megabyte_question_option(talk: Conversation) -> None:
+def test_a_megabyte_question_option(talk: HarnessConversation) -> None:
     text = "ask me a large question"
     turn = _play(talk, text, pick="line_0000001")
     ours = _exactly_once(talk, turn, text)
@@ -157,7 +157,7 @@ def test_a_megabyte_question_option(talk: Conversation) -> None:
     assert option in turn.text(), "agy's reply does not name the chosen option whole"
 
 
-def test_the_next_turn_runs(talk: Conversation) -> None:
+def test_the_next_turn_runs(talk: HarnessConversation) -> None:
     text = "hello after the large turns"
     turn = _play(talk, text)
     _exactly_once(talk, turn, text)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from faultmix import Conversation, conversation_after_a_turn
+from faultmix import HarnessConversation, conversation_after_a_turn
 from foreign import foreign_uid
 from waiting import wait_until
 
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.tmux
 
 
 @pytest.fixture
-def talk(tmp_path: Path) -> Iterator[Conversation]:
+def talk(tmp_path: Path) -> Iterator[HarnessConversation]:
     with conversation_after_a_turn(tmp_path) as conversation:
         yield conversation
 
@@ -59,7 +59,7 @@ def _tmux_server(socket_name: str) -> psutil.Process:
     return wait_until(find, timeout=20, what="agy's tmux server")
 
 
-def _processes(talk: Conversation) -> dict[str, psutil.Process]:
+def _processes(talk: HarnessConversation) -> dict[str, psutil.Process]:
     agy = psutil.Process(talk.record().pid)
     return {
         "agy": agy,
@@ -75,7 +75,7 @@ def _processes(talk: Conversation) -> dict[str, psutil.Process]:
 AGY_GIVES = {"ANTIGRAVITY_CSRF_TOKEN"}
 
 
-def test_no_process_of_ours_shows_the_token_but_agys_own_flag(talk: Conversation) -> None:
+def test_no_process_of_ours_shows_the_token_but_agys_own_flag(talk: HarnessConversation) -> None:
     token = talk.record().csrf_token
     for name, process in _processes(talk).items():
         argv = process.cmdline()
@@ -91,7 +91,7 @@ def test_no_process_of_ours_shows_the_token_but_agys_own_flag(talk: Conversation
             assert shown == [], (name, argv)
 
 
-def test_the_relay_gets_what_agy_gives_the_servers_it_starts(talk: Conversation) -> None:
+def test_the_relay_gets_what_agy_gives_the_servers_it_starts(talk: HarnessConversation) -> None:
     """agy's variables name this agy (its token, its port), not an outer agy's (wire.md §9)."""
     record = talk.record()
     environ = _processes(talk)["relay"].environ()
@@ -105,7 +105,7 @@ def test_the_relay_gets_what_agy_gives_the_servers_it_starts(talk: Conversation)
     } <= set(environ)
 
 
-def test_another_user_cannot_read_their_environments(talk: Conversation) -> None:
+def test_another_user_cannot_read_their_environments(talk: HarnessConversation) -> None:
     uid, gid = foreign_uid()
     for name, process in _processes(talk).items():
         for what in ("environ", "cmdline"):

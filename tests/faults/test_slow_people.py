@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faultmix import Conversation, answer, conversation_on_sim
+from faultmix import HarnessConversation, answer, conversation_on_sim
 from waiting import wait_until
 
 pytestmark = pytest.mark.tmux
@@ -24,16 +24,16 @@ DONE = "CORTEX_STEP_STATUS_DONE"
 
 
 @pytest.fixture
-def slow(tmp_path: Path) -> Iterator[Conversation]:
+def slow(tmp_path: Path) -> Iterator[HarnessConversation]:
     with conversation_on_sim(tmp_path, AGY_SIM_WAITING_TIMEOUT=str(TIMEOUT)) as talk:
         yield talk
 
 
-def _of_type(talk: Conversation, step_type: str) -> list[dict[str, Any]]:
+def _of_type(talk: HarnessConversation, step_type: str) -> list[dict[str, Any]]:
     return [s for s in talk.steps() if s.get("type") == step_type]
 
 
-def _wait_retries(talk: Conversation, step_type: str, count: int) -> None:
+def _wait_retries(talk: HarnessConversation, step_type: str, count: int) -> None:
     wait_until(
         lambda: sum(s["status"] == ERROR for s in _of_type(talk, step_type)) >= count,
         timeout=TIMEOUT * (count + 2) + 10,
@@ -51,7 +51,7 @@ def _wait_retries(talk: Conversation, step_type: str, count: int) -> None:
     ids=["approval", "question"],
 )
 def test_a_late_answer_lands_on_the_live_retry(
-    slow: Conversation, retries: int, text: str, step_type: str
+    slow: HarnessConversation, retries: int, text: str, step_type: str
 ) -> None:
     harness = slow.harness
     assert harness is not None
@@ -66,7 +66,7 @@ def test_a_late_answer_lands_on_the_live_retry(
     assert steps[-1].get("completedInteractions"), "the answer did not land on the live step"
 
 
-def test_an_answer_after_agy_gave_up_is_refused_clearly(slow: Conversation) -> None:
+def test_an_answer_after_agy_gave_up_is_refused_clearly(slow: HarnessConversation) -> None:
     harness = slow.harness
     assert harness is not None
     turn = harness.turn("run: echo too late")
@@ -87,7 +87,9 @@ def test_an_answer_after_agy_gave_up_is_refused_clearly(slow: Conversation) -> N
     after.until("response.completed", timeout=30)
 
 
-def test_an_unanswered_card_blocks_neither_stop_nor_the_next_turn(slow: Conversation) -> None:
+def test_an_unanswered_card_blocks_neither_stop_nor_the_next_turn(
+    slow: HarnessConversation,
+) -> None:
     harness = slow.harness
     assert harness is not None
     turn = harness.turn("run: echo never answered")
@@ -99,7 +101,7 @@ def test_an_unanswered_card_blocks_neither_stop_nor_the_next_turn(slow: Conversa
     assert "response.elicitation_request" not in after.kinds()
 
 
-def test_an_unanswered_card_does_not_hold_up_shutdown(slow: Conversation) -> None:
+def test_an_unanswered_card_does_not_hold_up_shutdown(slow: HarnessConversation) -> None:
     harness = slow.harness
     assert harness is not None
     turn = harness.turn("run: echo waiting at shutdown")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faultmix import Conversation, conversation_after_a_turn
+from faultmix import HarnessConversation, conversation_after_a_turn
 
 pytestmark = pytest.mark.tmux
 
@@ -25,12 +25,12 @@ READS = ("GetCascadeTrajectorySteps", "GetAllCascadeTrajectories", "StreamAgentS
 
 
 @pytest.fixture
-def talk(tmp_path: Path) -> Iterator[Conversation]:
+def talk(tmp_path: Path) -> Iterator[HarnessConversation]:
     with conversation_after_a_turn(tmp_path) as conversation:
         yield conversation
 
 
-def _everything(talk: Conversation, events: list[dict[str, object]], log: str) -> list[str]:
+def _everything(talk: HarnessConversation, events: list[dict[str, object]], log: str) -> list[str]:
     return [*(json.dumps(event) for event in events), *talk.seen, log]
 
 
@@ -47,7 +47,7 @@ def _log_text(caplog: pytest.LogCaptureFixture) -> str:
 
 
 def test_a_send_answered_with_echoed_headers_fails_without_the_token(
-    talk: Conversation, caplog: pytest.LogCaptureFixture
+    talk: HarnessConversation, caplog: pytest.LogCaptureFixture
 ) -> None:
     token = talk.record().csrf_token
     harness = talk.harness
@@ -63,7 +63,7 @@ def test_a_send_answered_with_echoed_headers_fails_without_the_token(
 
 
 def test_reads_answered_with_echoed_headers_recover_without_the_token(
-    talk: Conversation, caplog: pytest.LogCaptureFixture
+    talk: HarnessConversation, caplog: pytest.LogCaptureFixture
 ) -> None:
     token = talk.record().csrf_token
     harness = talk.harness

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faultmix import USER_INPUT, Conversation, conversation_after_a_turn
+from faultmix import USER_INPUT, HarnessConversation, conversation_after_a_turn
 
 pytestmark = pytest.mark.tmux
 
@@ -19,12 +19,12 @@ SEND = "SendUserCascadeMessage"
 
 
 @pytest.fixture
-def talk(tmp_path: Path) -> Iterator[Conversation]:
+def talk(tmp_path: Path) -> Iterator[HarnessConversation]:
     with conversation_after_a_turn(tmp_path) as conversation:
         yield conversation
 
 
-def _said(talk: Conversation, text: str) -> int:
+def _said(talk: HarnessConversation, text: str) -> int:
     return sum(
         s.get("type") == USER_INPUT and s["userInput"].get("userResponse") == text
         for s in talk.steps()
@@ -41,7 +41,7 @@ def _said(talk: Conversation, text: str) -> int:
     ids=["503", "answer-cut", "garbage"],
 )
 def test_a_failed_send_delivers_the_message_exactly_once(
-    talk: Conversation, fault: dict[str, object], what: str
+    talk: HarnessConversation, fault: dict[str, object], what: str
 ) -> None:
     talk.set_faults([fault])
     harness = talk.harness

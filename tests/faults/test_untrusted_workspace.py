@@ -26,7 +26,7 @@ from typing import Any
 
 import psutil
 import pytest
-from faultmix import Conversation, answer, conversation_on_sim
+from faultmix import HarnessConversation, answer, conversation_on_sim
 
 pytestmark = pytest.mark.tmux
 
@@ -124,7 +124,7 @@ def _spawn_env(agent: Path, workspace: Path, config_home: Path) -> dict[str, str
 
 
 @pytest.fixture
-def talk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Conversation]:
+def talk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HarnessConversation]:
     workspace = tmp_path / "workspace"
     _hostile_workspace(workspace)
     _person_config(tmp_path / "omnigent")
@@ -135,13 +135,13 @@ def talk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Conversati
         yield conversation
 
 
-def _commands(talk: Conversation, text: str) -> list[dict[str, Any]]:
+def _commands(talk: HarnessConversation, text: str) -> list[dict[str, Any]]:
     steps = talk.steps()
     start = max(i for i, s in enumerate(steps) if text in json.dumps(s.get("userInput", {})))
     return [s for s in steps[start:] if s.get("type") == RUN_COMMAND]
 
 
-def test_a_hostile_workspace_widens_nothing(talk: Conversation, tmp_path: Path) -> None:
+def test_a_hostile_workspace_widens_nothing(talk: HarnessConversation, tmp_path: Path) -> None:
     harness = talk.harness
     assert harness is not None
     workspace = tmp_path / "workspace"

@@ -172,7 +172,7 @@ def answers(*each: QuestionAnswer) -> QuestionAnswers:
 # --- one turn on the simulator ---------------------------------------------------------------
 
 
-class Turn:
+class TurnOnSim:
     """A cascade with a reader, a client and a bridge on this loop; the executor's part."""
 
     def __init__(
@@ -191,7 +191,7 @@ class Turn:
         self.tasks: list[asyncio.Task[InteractionOutcome]] = []
         self.events: list[ReaderEvent] = []
 
-    async def __aenter__(self) -> Turn:
+    async def __aenter__(self) -> TurnOnSim:
         self.client = RpcClient(port=self.sim.port, csrf_token=self.sim.token or "")
         self.cascade = await self.client.start_cascade()
         self.model = await plan_model(self.client)
@@ -284,7 +284,7 @@ def one_turn(
     """Run a turn to its end; the outcomes, requests, gated steps as agy has them, replies."""
 
     async def main() -> Any:
-        async with Turn(sim, person, **kwargs) as turn:
+        async with TurnOnSim(sim, person, **kwargs) as turn:
             await turn.send(text)
             outcomes = await turn.finish()
             steps = {r.key.step_index: await turn.step(r.key.step_index) for r in turn.requests}
@@ -531,7 +531,7 @@ def test_an_invalid_option_is_refused_with_the_valid_ones_named_then_asked_again
     person = Person(answers=[answers(pick("7")), answers(pick("1", "2")), answers(pick("3"))])
 
     async def main() -> tuple[Any, ...]:
-        async with Turn(sim, person) as turn:
+        async with TurnOnSim(sim, person) as turn:
             await turn.send("ask me a question")
             outcomes = await turn.finish()
             return outcomes, await turn.delivered()
@@ -566,7 +566,7 @@ def test_a_typed_answer_reaches_agy_exactly_and_half_a_surrogate_is_asked_again(
     )
 
     async def main() -> tuple[Any, ...]:
-        async with Turn(sim, person) as turn:
+        async with TurnOnSim(sim, person) as turn:
             await turn.send("write-in please")
             outcomes = await turn.finish()
             return outcomes, await turn.delivered()
@@ -602,7 +602,7 @@ def test_a_late_answer_reaches_agys_retry_of_the_gate(impatient_agy: Sim) -> Non
     person = Person(permissions=[PermissionAnswer.ALLOW_ONCE])
 
     async def main() -> tuple[Any, ...]:
-        async with Turn(sim, person) as turn:
+        async with TurnOnSim(sim, person) as turn:
 
             async def after_the_retry() -> None:  # the person answers after agy timed out
                 first = turn.requests[0].key.step_index
@@ -642,7 +642,7 @@ def test_concurrent_handles_of_one_gate_ask_once(sim: Sim) -> None:
     person = Person(permissions=[PermissionAnswer.ALLOW_ONCE])
 
     async def main() -> tuple[Any, ...]:
-        async with Turn(sim, person, auto=False) as turn:
+        async with TurnOnSim(sim, person, auto=False) as turn:
             await turn.send("run: echo twice")
             gate = await turn.until(InteractionRequested)
             turn.spawn(gate), turn.spawn(gate)
@@ -670,7 +670,7 @@ def test_a_transient_failure_while_still_waiting_is_sent_again(sim: Sim) -> None
     }
 
     async def main() -> tuple[Any, ...]:
-        async with Turn(sim, person) as turn:
+        async with TurnOnSim(sim, person) as turn:
             await turn.send("run: echo flaky")
             await turn.until(InteractionRequested)
             sim.set_faults({**fault, "id": turn.cascade}, restart=len(sim.ports_logged()) - 1)
@@ -687,7 +687,7 @@ def test_a_refused_answer_on_a_still_waiting_step_is_a_typed_error(sim: Sim) -> 
     fault = {"kind": "http_error", "method": "HandleCascadeUserInteraction", "status": 500}
 
     async def main() -> BaseException | None:
-        async with Turn(sim, person, auto=False) as turn:
+        async with TurnOnSim(sim, person, auto=False) as turn:
             await turn.send("run: echo refused")
             gate = await turn.until(InteractionRequested)
             sim.set_faults({**fault, "id": turn.cascade}, restart=len(sim.ports_logged()) - 1)
@@ -715,7 +715,7 @@ def test_interrupt_during_a_pending_approval_denies_it_and_cancels_the_card(sim:
     person = Person(hold=True)
 
     async def main() -> tuple[Any, ...]:
-        async with Turn(sim, person) as turn:
+        async with TurnOnSim(sim, person) as turn:
             await turn.send("run: sleep 1000")
             gate = await turn.until(InteractionRequested)
             await asyncio.wait_for(person.shown.wait(), 10)
@@ -737,7 +737,7 @@ def test_interrupt_during_a_pending_approval_denies_it_and_cancels_the_card(sim:
 
 def test_interrupt_refuses_a_gate_nobody_is_handling_yet(sim: Sim) -> None:
     async def main() -> tuple[Any, ...]:
-        async with Turn(sim, Person(), auto=False) as turn:
+        async with TurnOnSim(sim, Person(), auto=False) as turn:
             await turn.send("ask me a question")
             gate = await turn.until(InteractionRequested)
             denied = await turn.bridge.deny_pending()
@@ -755,7 +755,7 @@ def test_a_cancelled_handle_cancels_its_prompt_and_leaves_nothing_running(sim: S
     person = Person(hold=True)
 
     async def main() -> int:
-        async with Turn(sim, person) as turn:
+        async with TurnOnSim(sim, person) as turn:
             await turn.send("run: echo never")
             await turn.until(InteractionRequested)
             await asyncio.wait_for(person.shown.wait(), 10)

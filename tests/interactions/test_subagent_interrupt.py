@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from simproc import FAST, Sim, sim_launcher
-from test_interactions import Person, Turn, run
+from test_interactions import Person, TurnOnSim, run
 from waiting import await_until
 
 pytestmark = pytest.mark.tmux
@@ -25,7 +25,7 @@ def asking_agy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
         yield launcher.launch(*FAST, "--sim-debug-rpc", "--sim-version", "1.5.16")
 
 
-async def _waiting_child(turn: Turn) -> str:
+async def _waiting_child(turn: TurnOnSim) -> str:
     """The sub-agent's cascade, once its gate is WAITING there."""
 
     async def waiting() -> str:
@@ -45,7 +45,7 @@ async def _waiting_child(turn: Turn) -> str:
 
 def test_an_interrupt_refuses_an_unannounced_gate_of_a_sub_agent(asking_agy: Sim) -> None:
     async def main() -> tuple[bool, dict[str, Any]]:
-        async with Turn(asking_agy, Person(), auto=False) as turn:
+        async with TurnOnSim(asking_agy, Person(), auto=False) as turn:
             await turn.send("use a sub-agent to run: echo never shown")
             child = await _waiting_child(turn)
             denied = await turn.bridge.deny_pending([child])

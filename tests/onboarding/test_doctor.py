@@ -24,7 +24,7 @@ from omnigent_agy.interactions.hooks import OnboardingCheck, hookimpl
 from omnigent_agy.onboarding.agy_models import ModelsForm, parse_models_output
 from omnigent_agy.onboarding.config import ENV_ENABLED, AgyConfig, load_config
 from omnigent_agy.onboarding.doctor import (
-    CheckResult,
+    DoctorLine,
     Status,
     check_agy_on_path,
     check_agy_version,
@@ -605,11 +605,11 @@ def test_preflight_returns_the_first_failure(
 
 def test_render_marks_and_remediations() -> None:
     results = [
-        CheckResult("one", Status.OK, "fine"),
-        CheckResult("two", Status.WARN, "hmm", "do this"),
-        CheckResult("three", Status.FAIL, "broken", "run `agy`", "agy_signed_out"),
-        CheckResult("four", Status.SKIP, "skipped: agy not found"),
-        CheckResult("five", Status.OK, "plan: Pro", details=("Gemini: 5 h: 62% left",)),
+        DoctorLine("one", Status.OK, "fine"),
+        DoctorLine("two", Status.WARN, "hmm", "do this"),
+        DoctorLine("three", Status.FAIL, "broken", "run `agy`", "agy_signed_out"),
+        DoctorLine("four", Status.SKIP, "skipped: agy not found"),
+        DoctorLine("five", Status.OK, "plan: Pro", details=("Gemini: 5 h: 62% left",)),
     ]
     assert render(results).splitlines() == [
         "✓ one    fine",

@@ -2,9 +2,9 @@
 
 A code reaches omnigent (the error card, the doctor's JSON) from a catalogue entry
 (``omnigent_agy.failure_catalogue``): an error carries its entry as ``kind``, a
-``Failure``/``CheckResult`` is built from an entry's ``code``. No module but the catalogue
+``Failure``/``DoctorLine`` is built from an entry's ``code``. No module but the catalogue
 spells a code: the plugin's code is searched for codes given where a code can be given
-(``code = "agy_…"``, ``code="agy_…"``, a ``Failure``/``FailureKind``/``CheckResult`` built
+(``code = "agy_…"``, ``code="agy_…"``, a ``Failure``/``FailureKind``/``DoctorLine`` built
 with one) and for any string that is a catalogue code. Each catalogue entry has a title and a
 remediation, and docs/onboarding.md's table lists exactly the catalogue's codes with the same
 titles. Only ``omnigent_harness_agy/failures.py`` builds an ``ExecutorError``.
@@ -22,7 +22,7 @@ from conftest import REPO_ROOT
 from pluginsource import plugin_sources, where
 
 from omnigent_agy.failure_catalogue import CATALOGUE, Failure, FailureKind, kind_for_code
-from omnigent_agy.onboarding.checks import CheckResult
+from omnigent_agy.onboarding.checks import DoctorLine
 
 ONE_BUILDER = REPO_ROOT / "omnigent_harness_agy" / "failures.py"
 THE_CATALOGUE = REPO_ROOT / "omnigent_agy" / "failure_catalogue.py"
@@ -31,7 +31,7 @@ DOCS = REPO_ROOT / "docs" / "onboarding.md"
 # The code's position among the positional arguments of the types that carry one.
 CODE_POSITION = {
     cls.__name__: [f.name for f in dataclasses.fields(cls)].index("code")
-    for cls in (Failure, FailureKind, CheckResult)
+    for cls in (Failure, FailureKind, DoctorLine)
 }
 _ROW = re.compile(r"^\| `(?P<code>agy_\w+)` \| (?P<title>[^|]+?) \|", re.MULTILINE)
 
@@ -184,9 +184,9 @@ def test_only_the_adapter_failures_module_builds_an_executor_error() -> None:
         ('def __init__(self, code: str = "agy_gone") -> None: ...\n', ["agy_gone"]),
         ('Failure("agy_gone", "Gone", "it left", "run it")\n', ["agy_gone"]),
         ('FailureKind("agy_gone", "Gone", "run it")\n', ["agy_gone"]),
-        ('CheckResult("agy", Status.FAIL, "gone", None, "agy_gone")\n', ["agy_gone"]),
+        ('DoctorLine("agy", Status.FAIL, "gone", None, "agy_gone")\n', ["agy_gone"]),
         ('ExecutorError(message="x", code="agy_gone")\n', ["agy_gone"]),
-        ('CheckResult("agy", Status.FAIL, "gone", None, KIND.code)\n', []),
+        ('DoctorLine("agy", Status.FAIL, "gone", None, KIND.code)\n', []),
         ('log("code", "agy_gone")\ncodes = ["agy_gone"]\n', []),
     ],
 )

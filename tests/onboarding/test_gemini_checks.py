@@ -13,7 +13,7 @@ from omnigent_agy.agy.launcher import write_agy_settings
 from omnigent_agy.agy.trust import TrustStore
 from omnigent_agy.agy.workspace_runs import workspace_runs
 from omnigent_agy.onboarding.agy_home import check_gemini_dir, doctor_checks, first_failure
-from omnigent_agy.onboarding.checks import CheckResult, Status
+from omnigent_agy.onboarding.checks import DoctorLine, Status
 from omnigent_agy.onboarding.config import AgyConfig
 
 
@@ -129,7 +129,7 @@ def test_the_doctor_lists_what_would_run_and_a_yes_that_no_longer_covers_it(
     ) in summary
 
 
-def checked(config: AgyConfig, workspace: Path) -> CheckResult:
+def checked(config: AgyConfig, workspace: Path) -> DoctorLine:
     (line,) = [r for r in doctor_checks(config, workspace, {}) if r.name == "workspace trusted"]
     return line
 

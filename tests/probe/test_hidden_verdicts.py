@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from omnigent_agy.errors import ProbeError
-from omnigent_agy.probe.facts import Verdict
+from omnigent_agy.probe.facts import FactVerdict
 from omnigent_agy.probe.hidden import WorkspaceSeen, judge_hidden, judge_link
 
 GIVEN = "the folder as given"
@@ -20,15 +20,15 @@ SCRATCH = "agy's scratch folder"
 @pytest.mark.parametrize(
     ("seen", "verdict", "says"),
     [
-        (WorkspaceSeen(True, SCRATCH), Verdict.PASS, "logged; its conversation works in agy's"),
-        (WorkspaceSeen(False, GIVEN), Verdict.INFO, "this agy takes hidden folders"),
-        (WorkspaceSeen(False, SCRATCH), Verdict.FAIL, "no such line"),
-        (WorkspaceSeen(False, "no workspace reported"), Verdict.INFO, "no such line"),
-        (ProbeError("no port"), Verdict.INFO, "agy did not start there: no port"),
+        (WorkspaceSeen(True, SCRATCH), FactVerdict.PASS, "logged; its conversation works in agy's"),
+        (WorkspaceSeen(False, GIVEN), FactVerdict.INFO, "this agy takes hidden folders"),
+        (WorkspaceSeen(False, SCRATCH), FactVerdict.FAIL, "no such line"),
+        (WorkspaceSeen(False, "no workspace reported"), FactVerdict.INFO, "no such line"),
+        (ProbeError("no port"), FactVerdict.INFO, "agy did not start there: no port"),
     ],
     ids=["as-reported", "fixed", "silent", "unreported", "no-start"],
 )
-def test_the_hidden_folder(seen: object, verdict: Verdict, says: str) -> None:
+def test_the_hidden_folder(seen: object, verdict: FactVerdict, says: str) -> None:
     finding = judge_hidden(seen)  # type: ignore[arg-type]
     assert finding.verdict is verdict
     assert says in finding.seen
@@ -38,17 +38,17 @@ def test_the_hidden_folder(seen: object, verdict: Verdict, says: str) -> None:
 @pytest.mark.parametrize(
     ("seen", "verdict"),
     [
-        (WorkspaceSeen(False, GIVEN), Verdict.PASS),
-        (WorkspaceSeen(False, "the folder the link names"), Verdict.PASS),
-        (WorkspaceSeen(False, "no workspace reported"), Verdict.PASS),
-        (WorkspaceSeen(True, SCRATCH), Verdict.FAIL),
-        (WorkspaceSeen(False, SCRATCH), Verdict.FAIL),
-        (WorkspaceSeen(False, "another folder"), Verdict.FAIL),
-        (ProbeError("no port"), Verdict.FAIL),
+        (WorkspaceSeen(False, GIVEN), FactVerdict.PASS),
+        (WorkspaceSeen(False, "the folder the link names"), FactVerdict.PASS),
+        (WorkspaceSeen(False, "no workspace reported"), FactVerdict.PASS),
+        (WorkspaceSeen(True, SCRATCH), FactVerdict.FAIL),
+        (WorkspaceSeen(False, SCRATCH), FactVerdict.FAIL),
+        (WorkspaceSeen(False, "another folder"), FactVerdict.FAIL),
+        (ProbeError("no port"), FactVerdict.FAIL),
     ],
     ids=["given", "target", "unreported", "ignored", "silently-elsewhere", "elsewhere", "no-start"],
 )
-def test_the_dot_free_link(seen: object, verdict: Verdict) -> None:
+def test_the_dot_free_link(seen: object, verdict: FactVerdict) -> None:
     assert judge_link(seen).verdict is verdict  # type: ignore[arg-type]
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from test_probe_sim import KNOWN_GAPS, probe
 
-from omnigent_agy.probe.facts import Verdict
+from omnigent_agy.probe.facts import FactVerdict
 
 pytestmark = pytest.mark.tmux
 
@@ -126,7 +126,7 @@ def test_the_probe_names_the_shape(case: Case, tmp_path: Path, scratch_base: Pat
         ready_timeout=case.ready_timeout,
         **case.env,
     )
-    failed = {f.fact: f.seen for f in report.findings if f.verdict is Verdict.FAIL}
+    failed = {f.fact: f.seen for f in report.findings if f.verdict is FactVerdict.FAIL}
     # An agy that never answered cannot show the quota gaps either.
     expected = set(case.names) | (set(KNOWN_GAPS) if "agy starts" not in case.names else set())
     assert set(failed) == expected, failed
@@ -134,6 +134,6 @@ def test_the_probe_names_the_shape(case: Case, tmp_path: Path, scratch_base: Pat
         assert part in failed[fact], (fact, failed[fact])
     others = {f.fact: f for f in report.findings if f.fact in case.also}
     for fact, part in case.also.items():
-        assert others[fact].verdict is not Verdict.PASS
+        assert others[fact].verdict is not FactVerdict.PASS
         assert part in others[fact].seen
     assert os.environ.get("AGY_SIM_FAULT") is None, "the switch stays with that agy"

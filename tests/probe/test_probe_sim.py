@@ -25,7 +25,7 @@ from simproc import AGY_SIM
 from agy_sim.versions import DEFAULT_VERSION, OLDER, SUBAGENT_GATES, at_least
 from omnigent_agy.onboarding.config import load_config
 from omnigent_agy.probe.consent import RESUME
-from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding
 from omnigent_agy.probe.run import ProbeReport, ProbeSettings, run_probe
 from omnigent_agy.probe.turn_checks import PLANS
 from omnigent_agy.reading.mapper import map_step
@@ -106,7 +106,7 @@ def by_fact(findings: tuple[Finding, ...]) -> dict[str, list[Finding]]:
 
 def test_the_probe_passes_against_agy_sim(tmp_path: Path, scratch_base: Path) -> None:
     report = probe(tmp_path)
-    failed = {f.fact: f.seen for f in report.findings if f.verdict is Verdict.FAIL}
+    failed = {f.fact: f.seen for f in report.findings if f.verdict is FactVerdict.FAIL}
     assert failed.keys() == KNOWN_GAPS.keys(), failed
     assert report.version == DEFAULT_VERSION
     facts = by_fact(report.findings)
@@ -132,20 +132,20 @@ def test_the_probe_passes_against_agy_sim(tmp_path: Path, scratch_base: Path) ->
         "hidden folder: agy ignores it",
         "hidden folder: a dot-free link",
     ):
-        assert [f.verdict for f in facts[fact]] == [Verdict.PASS], facts[fact]
+        assert [f.verdict for f in facts[fact]] == [FactVerdict.PASS], facts[fact]
     (hidden,) = facts["hidden folder: agy ignores it"]
     assert hidden.seen == "logged; its conversation works in agy's scratch folder"
     (link,) = facts["hidden folder: a dot-free link"]
     assert link.seen == "no such line; its conversation works in the folder as given"
     (notes,) = facts["agy changelog"]
-    assert notes.verdict is Verdict.INFO
+    assert notes.verdict is FactVerdict.INFO
     assert notes.seen.startswith("33 lines; first: Antigravity CLI release notes"), notes.seen
     assert "/ 1.5.16 / - Sub-agents:" in notes.seen
     # agy-sim runs the command the probe names (docs/simulator.md, approval_command).
     (gate,) = facts["command: a permission gate"]
     assert gate.seen.endswith("command 'echo omnigent-agy-probe'")
     assert "omnigent-agy-probe" in facts["command: output as the plugin reads it"][0].seen
-    skipped = [f.fact for f in report.findings if f.verdict is Verdict.SKIP]
+    skipped = [f.fact for f in report.findings if f.verdict is FactVerdict.SKIP]
     # An agy-sim before 1.5.15 has sub-agents that run without asking: nothing to check.
     asks = at_least(report.version or "", SUBAGENT_GATES)
     assert skipped == ([] if asks else ["sub-agent: a gate in its own cascade"])
@@ -156,7 +156,7 @@ def test_the_probe_passes_against_agy_sim(tmp_path: Path, scratch_base: Path) ->
         "log: sign-in line",
         "quota: GetUserStatus",
     ):
-        assert [f.verdict for f in facts[fact]] == [Verdict.PASS], facts[fact]
+        assert [f.verdict for f in facts[fact]] == [FactVerdict.PASS], facts[fact]
     assert report.recording == tmp_path / "recording"
     recorded = json.loads((report.recording / "probe.json").read_text())
     assert recorded["agyVersion"] == DEFAULT_VERSION
@@ -172,13 +172,13 @@ def test_an_agy_without_a_changelog_is_said_not_failed(tmp_path: Path, scratch_b
     assert report.version == OLDER
     facts = by_fact(report.findings)
     (notes,) = facts["agy changelog"]
-    assert notes.verdict is Verdict.INFO
+    assert notes.verdict is FactVerdict.INFO
     assert notes.seen == (
         "not available here (exit status 2: agy-sim: error: argument command: invalid choice: "
         "'changelog' (choose from 'models'))"
     )
-    assert [f.verdict for f in facts["agy version"]] == [Verdict.PASS]
-    assert [f.fact for f in report.findings if f.verdict is Verdict.FAIL] == list(KNOWN_GAPS)
+    assert [f.verdict for f in facts["agy version"]] == [FactVerdict.PASS]
+    assert [f.fact for f in report.findings if f.verdict is FactVerdict.FAIL] == list(KNOWN_GAPS)
     assert report.recording is not None
     recorded = json.loads((report.recording / "probe.json").read_text())
     assert recorded["agyPrinted"] == {"agy changelog": []}
@@ -190,10 +190,10 @@ def test_an_untested_agy_is_said_and_probed_all_the_same(
     report = probe(tmp_path, turns=(), resume=False, record=False, AGY_SIM_VERSION="1.6.0")
     assert report.version == "1.6.0"
     (version,) = by_fact(report.findings)["agy version"]
-    assert version.verdict is Verdict.INFO
+    assert version.verdict is FactVerdict.INFO
     assert version.seen == "1.6.0: omnigent-agy is tested with agy 1.2.x to 1.5.x only"
     assert version.expected.startswith("a version the plugin is tested with: agy 1.2.x to 1.5.x")
-    assert [f.fact for f in report.findings if f.verdict is Verdict.FAIL] == list(KNOWN_GAPS)
+    assert [f.fact for f in report.findings if f.verdict is FactVerdict.FAIL] == list(KNOWN_GAPS)
 
 
 def test_no_turn_without_consent(tmp_path: Path, scratch_base: Path) -> None:
@@ -202,12 +202,12 @@ def test_no_turn_without_consent(tmp_path: Path, scratch_base: Path) -> None:
     facts = by_fact(report.findings)
     for plan in PLANS:
         (finding,) = facts[f"turn: {plan.name}"]
-        assert finding.verdict is Verdict.SKIP
+        assert finding.verdict is FactVerdict.SKIP
         assert finding.seen == "not run: no turns were agreed to"
-    assert facts["fields: RUN_COMMAND WAITING"][0].verdict is Verdict.SKIP
+    assert facts["fields: RUN_COMMAND WAITING"][0].verdict is FactVerdict.SKIP
     # Without turns the model was never called: no USER_INPUT anywhere.
     assert facts["fields: USER_INPUT"][0].seen.startswith("the plain turn was not run")
-    assert [f.fact for f in report.findings if f.verdict is Verdict.FAIL] == list(KNOWN_GAPS)
+    assert [f.fact for f in report.findings if f.verdict is FactVerdict.FAIL] == list(KNOWN_GAPS)
 
 
 def _conformance() -> ModuleType:
@@ -292,7 +292,7 @@ def test_a_gate_after_the_answered_one_is_refused(
     report = probe(tmp_path, turns=("command",), resume=False, record=False)
     facts = by_fact(report.findings)
     (again,) = facts["gate: asked again"]
-    assert again.verdict is Verdict.INFO
+    assert again.verdict is FactVerdict.INFO
     assert again.seen == "agy asked 1 more time(s) after the answer; refused each"
-    assert facts["command: allowed once"][0].verdict is Verdict.PASS
-    assert [f.verdict for f in facts["poll: the same steps as the stream"]] == [Verdict.PASS]
+    assert facts["command: allowed once"][0].verdict is FactVerdict.PASS
+    assert [f.verdict for f in facts["poll: the same steps as the stream"]] == [FactVerdict.PASS]

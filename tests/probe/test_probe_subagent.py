@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_probe_sim import by_fact, probe, scratch_base  # noqa: F401 - the fixture
 
-from omnigent_agy.probe.facts import Verdict
+from omnigent_agy.probe.facts import FactVerdict
 
 pytestmark = pytest.mark.tmux
 
@@ -29,7 +29,7 @@ def test_a_sub_agents_gate_is_found_and_answered_in_its_cascade(
         "sub-agent: answered in its cascade",
         "sub-agent: the parent goes on",
     ):
-        assert [f.verdict for f in facts[fact]] == [Verdict.PASS], facts[fact]
+        assert [f.verdict for f in facts[fact]] == [FactVerdict.PASS], facts[fact]
 
 
 def test_an_agy_whose_sub_agents_do_not_ask_is_a_skip(
@@ -42,5 +42,5 @@ def test_an_agy_whose_sub_agents_do_not_ask_is_a_skip(
         tmp_path, turns=("subagent",), resume=False, record=False, AGY_SIM_VERSION="1.2.14"
     )
     (finding,) = by_fact(report.findings)["sub-agent: a gate in its own cascade"]
-    assert finding.verdict is Verdict.SKIP
+    assert finding.verdict is FactVerdict.SKIP
     assert "without asking" in finding.seen

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from omnigent_agy.errors import Code, RecordingLeakError, RpcError
-from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding
 from omnigent_agy.probe.recording import Recorder
 from omnigent_agy.probe.redact import PROJECT, Redactor, account_shape, leaks
 
@@ -111,7 +111,7 @@ def test_nothing_planted_reaches_the_recording(
 ) -> None:
     recorder = Recorder(redactor)
     record_everything(recorder, places)
-    finding = Finding(f"seen {places['home']}", Verdict.PASS, "x", f"{EMAIL} {TOKEN}", "§1")
+    finding = Finding(f"seen {places['home']}", FactVerdict.PASS, "x", f"{EMAIL} {TOKEN}", "§1")
     folder = recorder.write(
         tmp_path / "recording",
         agy_version=f"1.2.14 built by {USER}@{HOST}",

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from omnigent_agy.probe.facts import Finding, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding
 from omnigent_agy.probe.report import exit_code, render, render_table, summary
 
 FINDINGS = (
-    Finding("CSRF: no header", Verdict.PASS, "401 unauthenticated", "401 unauthenticated", "§1"),
+    Finding(
+        "CSRF: no header", FactVerdict.PASS, "401 unauthenticated", "401 unauthenticated", "§1"
+    ),
     Finding(
         "fields: GetAllCascadeTrajectories while a gate is open",
-        Verdict.FAIL,
+        FactVerdict.FAIL,
         "trajectorySummaries.*.waitingSteps[].stepIndex",
         "1 seen; MISSING trajectorySummaries.*.waitingSteps[].stepIndex (read by "
         "interactions/delivery.py, agy/sweep.py): command listing at trajectorySummaries.x",
         "§3, §6",
     ),
-    Finding("turn: question", Verdict.SKIP, "a question", "not run: --no-turns", ""),
+    Finding("turn: question", FactVerdict.SKIP, "a question", "not run: --no-turns", ""),
 )
 
 
@@ -39,6 +41,6 @@ def test_header_tally_and_exit_status() -> None:
     assert shown.endswith("\n1 PASS, 1 FAIL, 1 SKIP")
     assert summary(FINDINGS[:1]) == "1 PASS"
     assert exit_code(FINDINGS) == 1
-    assert exit_code([f for f in FINDINGS if f.verdict is not Verdict.FAIL]) == 0
-    info = Finding("unconfirmed: a title", Verdict.INFO, "a title", "no such field", "§7")
+    assert exit_code([f for f in FINDINGS if f.verdict is not FactVerdict.FAIL]) == 0
+    info = Finding("unconfirmed: a title", FactVerdict.INFO, "a title", "no such field", "§7")
     assert exit_code([info]) == 0

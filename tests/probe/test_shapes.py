@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from omnigent_agy.probe.facts import Finding, Seen, Verdict
+from omnigent_agy.probe.facts import FactVerdict, Finding, Seen
 from omnigent_agy.probe.observations import Observations
 from omnigent_agy.probe.shapes import gaps
 
@@ -34,7 +34,7 @@ def test_a_missing_field_fails_with_its_reader_and_place() -> None:
     observations = Observations()
     observations.add(Seen.START, "StartCascade", {"cascadeid": "x"})
     (finding,) = [f for f in observations.field_findings() if f.fact == "fields: StartCascade"]
-    assert finding.verdict is Verdict.FAIL
+    assert finding.verdict is FactVerdict.FAIL
     assert "MISSING cascadeId (read by rpc/client.py): StartCascade at cascadeId" in finding.seen
 
 
@@ -44,7 +44,7 @@ def test_optional_fields_absent_pass_and_say_so() -> None:
     (finding,) = [f for f in observations.field_findings() if "ForceStop" in f.fact]
     assert finding == Finding(
         "fields: ForceStopCascadeTree",
-        Verdict.PASS,
+        FactVerdict.PASS,
         "(optional fields only)",
         "1 seen; all there; absent but optional: stoppedConversationIds",
         "§3",
@@ -56,6 +56,6 @@ def test_a_place_never_seen_is_skipped_with_the_reason() -> None:
     observations.not_seen(Seen.QUESTION_WAITING, "the question turn was not run")
     by_fact = {f.fact: f for f in observations.field_findings()}
     skipped = by_fact["fields: ASK_QUESTION WAITING"]
-    assert skipped.verdict is Verdict.SKIP
+    assert skipped.verdict is FactVerdict.SKIP
     assert skipped.seen == "the question turn was not run"
     assert by_fact["fields: StartCascade"].seen == "the probe saw none"

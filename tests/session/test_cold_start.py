@@ -27,7 +27,7 @@ from omnigent_agy.rpc.discovery import pin_if_ours
 from omnigent_agy.rpc.pinning import Pin, fetch_certificate
 from omnigent_agy.session import binding
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
-from omnigent_agy.session.turns import Turn
+from omnigent_agy.session.turn import Turn
 
 pytestmark = pytest.mark.tmux
 CONVERSATION = "conv-cold"

@@ -16,7 +16,7 @@ from omnigent_agy.agy.launcher import write_agy_settings
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
-from omnigent_agy.session.turns import Turn
+from omnigent_agy.session.turn import Turn
 
 
 def first_turn(session: AgySession) -> None:

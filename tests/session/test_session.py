@@ -38,7 +38,8 @@ from omnigent_agy.session import agy_session as session_module
 from omnigent_agy.session.agy_session import STEERING, AgySession
 from omnigent_agy.session.binding import SessionSettings
 from omnigent_agy.session.held import leftovers, open_gates
-from omnigent_agy.session.turns import AgyRestarted, Turn, TurnResult
+from omnigent_agy.session.turn import Turn
+from omnigent_agy.session.turns import AgyRestarted, TurnResult
 
 HIGH = "MODEL_PLACEHOLDER_M20"
 
@@ -362,6 +363,37 @@ def test_a_gate_goes_to_the_bridge_and_interrupt_denies_it_and_cancels(
     result = events[-1]
     assert isinstance(result, TurnResult)
     assert result.status == "cancelled"
+
+
+def test_the_harness_shutting_down_mid_turn_ends_the_turn_there(
+    session: AgySession, bridges: list[FakeBridge]
+) -> None:
+    """However a turn ends it ends in one place: closed under a gate nobody answers, the
+    session lets go of all the turn held — the gate's task, the lease — at once, not when
+    the abandoned turn is finally collected."""
+    binding = fake(session)
+    lease_file = binding.state.path / keep._LEASE_FILE
+
+    async def scenario() -> tuple[bool, bool, list[asyncio.Task[Any]]]:
+        binding.fake.script = lambda agy, text: agy.publish(TurnBoundary(key(3), text), gate(4))
+        asking = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        async for event in session.run_turn(Turn("hello", Prompts())):  # type: ignore[arg-type]
+            if isinstance(event, InteractionRequested):
+                await asyncio.sleep(0)
+                others = asyncio.all_tasks() - {asyncio.current_task(), *asking}
+                running = json.loads(lease_file.read_text())["turn_running"]
+                await session.close()
+                await asyncio.sleep(0)
+                after = json.loads(lease_file.read_text())["turn_running"]
+                return running, after, list(others)
+        raise AssertionError("the gate never came")
+
+    running, after, answering = run(scenario())
+    assert bridges[0].requests == [gate(4)]
+    assert running is True
+    assert after is False
+    assert answering
+    assert all(task.cancelled() for task in answering)
 
 
 def test_a_bridge_that_fails_interrupts_and_ends_the_turn_with_its_error(

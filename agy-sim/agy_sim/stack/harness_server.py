@@ -1,7 +1,7 @@
 """The harness app served on loopback by uvicorn, talked to as omnigent's runner does.
 
 `HarnessServer` serves one conversation's app (`create_app()`: omnigent's ExecutorAdapter around
-`AgyExecutor`) on 127.0.0.1; `Turn` streams one turn's SSE events (`POST
+`AgyExecutor`) on 127.0.0.1; `StreamedTurn` streams one turn's SSE events (`POST
 /v1/sessions/{id}/events`) on a thread so a caller can read them live and answer a card
 (`approval`) or press Stop (`interrupt`) while the turn still runs. The demo and the tests use it.
 `HarnessSurface` is what the runner says to a harness, whatever carries it: a harness served
@@ -134,10 +134,10 @@ class HarnessSurface:
             raise RuntimeError(f"the harness refused the answer: {reply.status_code} {reply.text}")
         return label
 
-    def turn(self, text: str, **extra: Any) -> Turn:
-        """Start a turn in the background; its SSE events arrive in `Turn.events`."""
+    def turn(self, text: str, **extra: Any) -> StreamedTurn:
+        """Start a turn in the background; its SSE events arrive in `StreamedTurn.events`."""
         body = {"type": "message", "role": "user", "content": text, "model": "agy", **extra}
-        turn = Turn(self)
+        turn = StreamedTurn(self)
         turn.start(body)
         return turn
 
@@ -181,7 +181,7 @@ class HarnessServer(HarnessSurface):
 
 
 @dataclass
-class Turn:
+class StreamedTurn:
     """One streamed turn: the SSE events as they arrive, and waits on them."""
 
     server: HarnessSurface
