@@ -1,7 +1,7 @@
 """Every error omnigent-agy raises, and the failure each one is for a person.
 
 Every error derives from ``AgyError`` and carries its entry of the failure catalogue
-(``omnigent_agy.failure_catalogue``) as ``kind``: the stable code, a title and what to do;
+(the catalogue below) as ``kind``: the stable code, a title and what to do;
 ``err.code`` is that entry's code, the only meaning ``code`` has on an error. The whole tree,
 each class with the code of its entry::
 
@@ -66,22 +66,503 @@ omnigent adapter turns it into an ``ExecutorError``. A new error is a class here
 errors (httpx, h2, ssl) are translated at one boundary, ``omnigent_agy.rpc.translate``.
 
 No message here ever contains the CSRF token (docs/decisions.md §9: ``RpcError.redact``).
-Like the catalogue, this module sits on the ground floor: it imports the standard library, the
-package root and the catalogue only, so every layer may raise its errors (the relay's MCP
-server, standard library only, among them).
+
+The catalogue of failures a person sees is here too. Everything that reaches omnigent as a
+failure is an ``ExecutorError`` with a stable ``code``, a short ``title`` and a
+``remediation`` that names the command to run (docs/decisions.md §8): the host-agnostic
+:class:`Failure`, every :class:`FailureKind` (``CATALOGUE``), and what makes a text fit to be
+shown: :func:`scrub` takes secrets out (agy's command line and environment carry the CSRF
+token, docs/wire.md §1), :func:`clip` cuts it to an error card. The omnigent adapter turns a
+``Failure`` into an ``ExecutorError`` (``omnigent.community.harness.agy.failures``). A new
+failure is one ``FailureKind`` here and its row in docs/onboarding.md's table;
+tests/onboarding/test_failure_codes.py fails until both exist, and until no module but this
+one spells a code.
+
+This module sits on the ground floor: it imports the standard library and the package root's
+constants only, so every layer may raise its errors (the relay's MCP server, standard library
+only, among them). It is longer than other modules because it is the whole tree in one place.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 import shlex
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy import TMUX_SOCKET
-from omnigent_agy import failure_catalogue as catalogue
-from omnigent_agy.failure_catalogue import Failure, FailureKind, clip, redact_secret, scrub
+from omnigent_agy import ENV_PATH, INSTALL_HINT, KEY, MIN_AGY_VERSION, TMUX_SOCKET
+
+__all__ = [
+    "AGY_CONFIG_INVALID",
+    "AGY_CONVERSATIONS_UNREADABLE",
+    "AGY_CONVERSATION_LOST",
+    "AGY_CONVERSATION_UNKNOWN",
+    "AGY_CSRF_REJECTED",
+    "AGY_EFFORT_INVALID",
+    "AGY_EXITED",
+    "AGY_FOREIGN_LISTENER",
+    "AGY_INTERACTION_TIMED_OUT",
+    "AGY_INTERNAL",
+    "AGY_LAUNCH_FAILED",
+    "AGY_MESSAGE_UNSUPPORTED",
+    "AGY_MODEL_ERROR",
+    "AGY_MODEL_UNKNOWN",
+    "AGY_NOT_INSTALLED",
+    "AGY_OMNIGENT_UNREACHABLE",
+    "AGY_ONBOARDING_INCOMPLETE",
+    "AGY_PLUGIN_FAILED",
+    "AGY_PORT_NEVER_OPENED",
+    "AGY_PROTOCOL_ERROR",
+    "AGY_QUOTA_EXHAUSTED",
+    "AGY_RATE_LIMITED",
+    "AGY_RPC_FAILED",
+    "AGY_SETTINGS_INVALID",
+    "AGY_SIGNED_OUT",
+    "AGY_STATE_DIR_INVALID",
+    "AGY_TMUX_FAILED",
+    "AGY_TOO_OLD",
+    "AGY_TRUST_FILE_INVALID",
+    "AGY_UNREACHABLE",
+    "AGY_WORKSPACE_HIDDEN",
+    "AGY_WORKSPACE_IGNORED",
+    "AGY_WORKSPACE_NOT_TRUSTED",
+    "AGY_WORKSPACE_UNREACHABLE",
+    "AGY_WORKSPACE_UNTRUSTED",
+    "CATALOGUE",
+    "REDACTED",
+    "AgyError",
+    "AgyExitedError",
+    "AgyNotFoundError",
+    "AgySignedOutError",
+    "Code",
+    "ConfigError",
+    "ContributionError",
+    "ConversationNotFoundError",
+    "ConversationStoreError",
+    "ConversationUnknownError",
+    "CsrfError",
+    "CsrfRejectedError",
+    "DiscoveryError",
+    "Failure",
+    "FailureKind",
+    "ForeignListenerError",
+    "InteractionDeliveryError",
+    "InvalidEffortError",
+    "InvalidRuleError",
+    "LaunchError",
+    "MessageError",
+    "NeverSentError",
+    "NonLoopbackHostError",
+    "OmnigentApiError",
+    "PluginLoadError",
+    "PortNeverOpenedError",
+    "PreflightError",
+    "ProbeError",
+    "PromptUnavailableError",
+    "ProtocolError",
+    "RecordingLeakError",
+    "RelayError",
+    "RpcError",
+    "SeedError",
+    "SessionError",
+    "StateDirError",
+    "StreamStalled",
+    "TerminalError",
+    "TrustFileError",
+    "UnknownModelError",
+    "WorkspaceHiddenError",
+    "WorkspaceIgnoredError",
+    "WorkspaceNotTrustedError",
+    "WorkspaceUnreachableError",
+    "clip",
+    "code_from_http_status",
+    "failure_for",
+    "gave_up_waiting_failure",
+    "kind_for_code",
+    "model_error_failure",
+    "quota_exhausted_failure",
+    "redact_secret",
+    "scrub",
+    "signed_out_failure",
+    "too_old_failure",
+]
+
+# -- redaction -------------------------------------------------------------------------------
+
+REDACTED = "[redacted]"
+# A secret's head this long at the end of a text is taken for the secret cut short (an
+# error text clipped to 200 characters may end inside it).
+_MIN_CUT_SECRET = 4
+_MAX_MESSAGE = 1500
+# ``--csrf_token=T``, ``ANTIGRAVITY_CSRF_TOKEN=T``, ``x-codeium-csrf-token: T``, JSON keys.
+# With a colon the name must be compound (``-``/``_``): "the CSRF token: another agy…" is prose.
+_ASSIGNED = re.compile(
+    r"""(?ix)
+    (?P<name>[\w.-]*(?:csrf|token|secret|password|passwd|api[_-]?key)[\w.-]*)
+    (?P<sep>['"]?\s*(?P<op>[=:])\s*['"]?)
+    (?P<value>[^\s'",;)}\]]+)
+    """
+)
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s'\",;)}\]]+")
+_CANDIDATE = re.compile(r"[A-Za-z0-9_\-]{20,}")
+_PART = re.compile(r"[A-Za-z0-9]{10,}")
+# Words as code spells them: UPPER, lower, camelCase, CamelCase with short acronyms, and a
+# short number. Random mixed case almost never fits (it needs two lower-case letters after
+# every capital run); hex and base32 fail the letter/digit test instead.
+_WORDLIKE = re.compile(r"[A-Z0-9]+|[a-z0-9]+|[a-z]*(?:[A-Z]{1,6}[a-z]{2,})*[A-Z]{0,6}[0-9]{0,4}")
+# Cascade and conversation ids are UUIDs: useful in a report, and not secrets.
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+_MIN_SWITCHES = 4  # letter/digit alternations that identifiers and slugs rarely reach
+
+
+def redact_secret(text: str, secret: str) -> str:
+    """``text`` without ``secret``, also where a clipped text ends inside it."""
+    if not secret:
+        return text
+    text = text.replace(secret, REDACTED)
+    for length in range(min(len(secret) - 1, len(text)), _MIN_CUT_SECRET - 1, -1):
+        if text.endswith(secret[:length]):
+            return text[:-length] + REDACTED
+    return text
+
+
+def _looks_random(text: str) -> bool:
+    """A token (``secrets.token_urlsafe``/``token_hex``), not an identifier, slug or UUID."""
+    if _UUID.fullmatch(text):
+        return False
+    if all(any(test(c) for c in text) for test in (str.isupper, str.islower, str.isdigit)):
+        return True
+    kinds = [c.isdigit() for c in text if c.isalnum()]
+    if sum(a != b for a, b in itertools.pairwise(kinds)) >= _MIN_SWITCHES:
+        return True
+    return any(not _WORDLIKE.fullmatch(part) for part in _PART.findall(text))
+
+
+def _redact_assignment(match: re.Match[str]) -> str:
+    name, value = match["name"], match["value"]
+    if value == REDACTED or (match["op"] == ":" and not any(c in name for c in "-_")):
+        return match[0]
+    return f"{name}{match['sep']}{REDACTED}"
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` without ``secrets``, values of secret-named settings or random-looking strings.
+
+    An error message may quote a command line or a header, and agy's command line and its
+    environment carry the CSRF token (docs/wire.md §1); conversation ids (UUIDs), model names
+    and paths stay.
+    """
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    text = _ASSIGNED.sub(_redact_assignment, text)
+    text = _BEARER.sub(lambda m: f"{m[1]}{REDACTED}", text)
+    return _CANDIDATE.sub(lambda m: REDACTED if _looks_random(m[0]) else m[0], text)
+
+
+def clip(text: str) -> str:
+    """``text`` on one line, cut to what an error card shows."""
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+# -- the failure catalogue (docs/decisions.md §8, docs/onboarding.md's table) ------------------
+
+_DOCTOR = "`omnigent-agy doctor`"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failure as a person sees it; the fields of omnigent's ``ExecutorError``."""
+
+    code: str
+    title: str
+    message: str
+    remediation: str
+    retryable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FailureKind:
+    """A catalogue entry: the stable code, its title and the default remediation."""
+
+    code: str
+    title: str
+    remediation: str
+    retryable: bool = False
+
+    def failure(
+        self, message: str, *, remediation: str | None = None, retryable: bool | None = None
+    ) -> Failure:
+        """This kind of failure with ``message`` (scrubbed), an optional better remedy and,
+        where the one failing knows better (agy's own verdict), whether a retry can help."""
+        return Failure(
+            code=self.code,
+            title=self.title,
+            message=clip(scrub(message)) or self.title,
+            remediation=scrub(remediation) if remediation else self.remediation,
+            retryable=self.retryable if retryable is None else retryable,
+        )
+
+
+AGY_NOT_INSTALLED = FailureKind(
+    "agy_not_installed",
+    "Antigravity CLI not found",
+    f"Install the Antigravity CLI (`{INSTALL_HINT}`) or set {ENV_PATH} / {KEY}.command to "
+    f"its path; then run {_DOCTOR}.",
+)
+AGY_SIGNED_OUT = FailureKind(
+    "agy_signed_out",
+    "agy is not signed in",
+    "Run `agy` in a terminal and sign in with your Google account (`agy models` works once "
+    f"you are signed in); then retry or run {_DOCTOR}.",
+)
+AGY_TOO_OLD = FailureKind(
+    "agy_too_old",
+    "agy is too old",
+    f"Install the current Antigravity CLI (`{INSTALL_HINT}`); omnigent-agy needs agy "
+    f">= {'.'.join(map(str, MIN_AGY_VERSION))}, which protects its port with a CSRF token. "
+    f"Check with {_DOCTOR}.",
+)
+AGY_PORT_NEVER_OPENED = FailureKind(
+    "agy_port_never_opened",
+    "agy did not start its language server",
+    f"Run `agy` in a terminal to see whether it starts and is signed in; then run {_DOCTOR}.",
+)
+AGY_EXITED = FailureKind(
+    "agy_exited",
+    "agy exited during start-up",
+    f"Run `agy` in a terminal: it prints what is wrong (sign-in, version); then run {_DOCTOR}.",
+)
+AGY_CSRF_REJECTED = FailureKind(
+    "agy_csrf_rejected",
+    "agy refused the session's token",
+    f"Stop the agy of this conversation (tmux socket `{TMUX_SOCKET}`) so the next turn starts "
+    f"a fresh one; run {_DOCTOR} if it persists.",
+)
+AGY_FOREIGN_LISTENER = FailureKind(
+    "agy_foreign_listener",
+    "Another program holds agy's port",
+    "Stop the program that listens on the port agy announced, then retry.",
+)
+AGY_MODEL_UNKNOWN = FailureKind(
+    "agy_model_unknown",
+    "Unknown model",
+    "Pick one of the models agy offers (`agy models` lists them) with `/model <name>`.",
+)
+AGY_EFFORT_INVALID = FailureKind(
+    "agy_effort_invalid",
+    "Unknown reasoning effort",
+    "Use a reasoning effort of low, medium or high.",
+)
+AGY_MESSAGE_UNSUPPORTED = FailureKind(
+    "agy_message_unsupported",
+    "This message cannot be handed to agy",
+    "Send text, or attach files with their content (not links); files can also be put in the "
+    "workspace and named in the message.",
+)
+AGY_CONFIG_INVALID = FailureKind(
+    "agy_config_invalid",
+    "omnigent-agy configuration error",
+    f"Fix the key named in the message in ~/.omnigent/config.yaml ({KEY}); "
+    "`omnigent-agy config` shows what is in effect.",
+)
+AGY_PLUGIN_FAILED = FailureKind(
+    "agy_plugin_failed",
+    "An omnigent-agy plugin failed",
+    "Fix or uninstall the plugin named in the message; `omnigent-agy config` lists plugins.",
+)
+AGY_UNREACHABLE = FailureKind(
+    "agy_unreachable",
+    "agy is not answering",
+    f"Retry the message; if it keeps failing, stop this conversation's agy and run {_DOCTOR}.",
+    retryable=True,
+)
+AGY_RATE_LIMITED = FailureKind(
+    "agy_rate_limited",
+    "agy's quota is exhausted",
+    "Wait a moment and retry, or pick another model with `/model <name>`.",
+    retryable=True,
+)
+AGY_QUOTA_EXHAUSTED = FailureKind(
+    "agy_quota_exhausted",
+    "agy's quota for this model is used up",
+    "Pick a model of another group with `/model`, or wait until the quota resets; "
+    "`omnigent-agy ps` shows each group's quota and when it resets.",
+)
+AGY_PROTOCOL_ERROR = FailureKind(
+    "agy_protocol_error",
+    "agy answered something unexpected",
+    f"This agy version may speak a protocol omnigent-agy does not know yet: run {_DOCTOR} "
+    "and report the agy version.",
+)
+AGY_RPC_FAILED = FailureKind(
+    "agy_rpc_failed",
+    "agy refused the request",
+    f"Retry the message; if it keeps failing, run {_DOCTOR}.",
+)
+AGY_CONVERSATION_LOST = FailureKind(
+    "agy_conversation_lost",
+    "agy lost this conversation",
+    "Start a new conversation, or stop this conversation's agy so the next turn starts "
+    "a fresh one.",
+)
+AGY_LAUNCH_FAILED = FailureKind("agy_launch_failed", "agy could not be started", f"Run {_DOCTOR}.")
+AGY_TMUX_FAILED = FailureKind(
+    "agy_tmux_failed",
+    "tmux could not run agy",
+    f"Install tmux (3.2a or newer) and check it with {_DOCTOR}.",
+)
+AGY_STATE_DIR_INVALID = FailureKind(
+    "agy_state_dir_invalid",
+    "omnigent-agy's state directory is unsafe",
+    "Fix the owner or permissions named in the message (it must be yours, mode 0700).",
+)
+AGY_ONBOARDING_INCOMPLETE = FailureKind(
+    "agy_onboarding_incomplete",
+    "agy's onboarding is not finished",
+    "Run `agy` in a terminal once and finish its onboarding (omnigent-agy copies "
+    f"~/.gemini/antigravity-cli/cache/onboarding.json); then run {_DOCTOR}.",
+)
+AGY_WORKSPACE_UNTRUSTED = FailureKind(
+    "agy_workspace_untrusted",
+    "agy does not trust this workspace",
+    "omnigent-agy adds a workspace you trust to trustedWorkspaces in agy's private settings; "
+    "stop this conversation's agy (`omnigent-agy stop`) so the next turn seeds it again, and "
+    f"run {_DOCTOR}.",
+)
+AGY_WORKSPACE_NOT_TRUSTED = FailureKind(
+    "agy_workspace_not_trusted",
+    "Antigravity CLI did not start: this folder is not trusted",
+    "Send a message again and choose “Yes, I trust this folder” if you trust what is in it, or "
+    "trust it on the host with `omnigent-agy trust PATH` (or list it under "
+    "harness.agy-cli.trusted_workspaces).",
+)
+AGY_WORKSPACE_HIDDEN = FailureKind(
+    "agy_workspace_hidden",
+    "agy cannot work in this hidden folder",
+    "Run the session on a folder whose path has no hidden folder in it, or let omnigent-agy "
+    "link to it: set TMPDIR for `omnigent host` to a private folder of yours (mode 0700) "
+    f"whose path has no '/.'; then run {_DOCTOR}.",
+)
+AGY_WORKSPACE_IGNORED = FailureKind(
+    "agy_workspace_ignored",
+    "agy ignored this workspace",
+    "Open the session on a folder whose path has no folder starting with a dot in it; "
+    f"then run {_DOCTOR}.",
+)
+AGY_WORKSPACE_UNREACHABLE = FailureKind(
+    "agy_workspace_unreachable",
+    "agy cannot enter the workspace folder",
+    "Check that the folder named in the message exists, is a folder and that you can enter it "
+    "(`ls -ld` on it), or start the session on another folder; then send your message again.",
+)
+AGY_TRUST_FILE_INVALID = FailureKind(
+    "agy_trust_file_invalid",
+    "omnigent-agy cannot read the folders you trusted",
+    "Fix or remove the file named in the message; `omnigent-agy trust` lists what is trusted.",
+)
+AGY_CONVERSATIONS_UNREADABLE = FailureKind(
+    "agy_conversations_unreadable",
+    "Your agy conversations cannot be read",
+    "agy's list of conversations (antigravity-cli/conversation_summaries.db in your gemini "
+    "folder) or the conversation's files cannot be read or copied; it is never changed. Run "
+    "`agy` once so it writes its list again, then `omnigent-agy conversations`.",
+)
+AGY_CONVERSATION_UNKNOWN = FailureKind(
+    "agy_conversation_unknown",
+    "No such agy conversation",
+    "`omnigent-agy conversations` lists your agy conversations with their ids; open one with "
+    "`omnigent-agy conversations open ID`.",
+)
+AGY_OMNIGENT_UNREACHABLE = FailureKind(
+    "agy_omnigent_unreachable",
+    "omnigent's server cannot open the session",
+    "Start omnigent (`omnigent server` and `omnigent host`, or `omnigent start`), or name its "
+    "server with --server URL (default: the `server` key of omnigent's config, else "
+    "http://127.0.0.1:6767); nothing was opened.",
+)
+AGY_SETTINGS_INVALID = FailureKind(
+    "agy_settings_invalid",
+    "agy's settings cannot be used",
+    f"Fix or remove the file named in the message (it must be a JSON object); run {_DOCTOR}.",
+)
+AGY_INTERACTION_TIMED_OUT = FailureKind(
+    "agy_interaction_timed_out",
+    "agy gave up waiting for your answer",
+    "agy asked for an approval or an answer and timed out before one came; an answer given "
+    "now is refused. Send the message again and answer the card while it is shown.",
+    retryable=True,
+)
+AGY_MODEL_ERROR = FailureKind(
+    "agy_model_error",
+    "agy's model call failed",
+    "Send the message again; if it keeps failing, pick another model with /model or check "
+    f"agy's status with {_DOCTOR}.",
+)
+AGY_INTERNAL = FailureKind(
+    "agy_internal",
+    "omnigent-agy failed unexpectedly",
+    f"Retry the message; run {_DOCTOR}, and report the error if it persists.",
+)
+
+# Every entry above, in the order written (a new one needs no second line here).
+CATALOGUE: tuple[FailureKind, ...] = tuple(
+    kind
+    for name, kind in globals().items()
+    if name.startswith("AGY_") and isinstance(kind, FailureKind)
+)
+_BY_CODE = {kind.code: kind for kind in CATALOGUE}
+
+
+def kind_for_code(code: str) -> FailureKind:
+    """The catalogue entry of ``code``; an unknown code is ``agy_internal``."""
+    return _BY_CODE.get(code, AGY_INTERNAL)
+
+
+# -- failures of a kind, as the code that meets them words them ----------------------------
+
+
+def signed_out_failure(detail: str | None = None) -> Failure:
+    """agy is installed but not signed in (``agy models`` failed)."""
+    message = "agy is not signed in to a Google account"
+    return AGY_SIGNED_OUT.failure(f"{message}: {detail}" if detail else message)
+
+
+def too_old_failure(version: str) -> Failure:
+    """agy ``version`` predates CSRF tokens (``MIN_AGY_VERSION``)."""
+    minimum = ".".join(map(str, MIN_AGY_VERSION))
+    return AGY_TOO_OLD.failure(
+        f"agy {version} is older than {minimum}: it cannot be started with a CSRF token, so "
+        "any local program could drive it"
+    )
+
+
+def gave_up_waiting_failure(detail: str) -> Failure:
+    """agy timed a permission or question card out and ended the turn (``detail``: its
+    error); a late answer is refused, so the person sends the message again."""
+    return AGY_INTERACTION_TIMED_OUT.failure(f"agy stopped waiting for an answer: {detail}")
+
+
+def model_error_failure(message: str, *, retryable: bool) -> Failure:
+    """agy ended the turn on an error of its model call; ``retryable`` is agy's own verdict."""
+    return AGY_MODEL_ERROR.failure(message, retryable=retryable)
+
+
+def quota_exhausted_failure(detail: str, *, group: str | None, resets: str | None) -> Failure:
+    """agy's model call was refused for quota (``detail``: agy's words); ``group`` is the model
+    group whose quota is used up and ``resets`` when it comes back, in words, when known."""
+    which = f"the quota of {group}" if group else "the model's quota"
+    when = f"It resets {resets}. " if resets else ""
+    return AGY_QUOTA_EXHAUSTED.failure(
+        f"agy's model call was refused: {which} is used up ({detail})",
+        remediation=f"{when}{AGY_QUOTA_EXHAUSTED.remediation}",
+    )
+
 
 _DOCTOR = "`omnigent-agy doctor`"
 
@@ -179,10 +660,10 @@ def code_from_http_status(status: int) -> Code:
 
 # The entry of a plain RpcError, by its connect code (INTERNAL: see RpcError.__init__).
 _CONNECT_KINDS: dict[Code, FailureKind] = {
-    Code.UNAVAILABLE: catalogue.AGY_UNREACHABLE,
-    Code.DEADLINE_EXCEEDED: catalogue.AGY_UNREACHABLE,
-    Code.UNAUTHENTICATED: catalogue.AGY_SIGNED_OUT,
-    Code.RESOURCE_EXHAUSTED: catalogue.AGY_RATE_LIMITED,
+    Code.UNAVAILABLE: AGY_UNREACHABLE,
+    Code.DEADLINE_EXCEEDED: AGY_UNREACHABLE,
+    Code.UNAUTHENTICATED: AGY_SIGNED_OUT,
+    Code.RESOURCE_EXHAUSTED: AGY_RATE_LIMITED,
 }
 
 
@@ -190,9 +671,9 @@ _CONNECT_KINDS: dict[Code, FailureKind] = {
 
 
 class AgyError(Exception):
-    """Root of every error omnigent-agy raises; ``kind`` is its entry of the catalogue."""
+    """Root of every error omnigent-agy raises; ``kind`` is its entry of the"""
 
-    kind: FailureKind = catalogue.AGY_INTERNAL
+    kind: FailureKind = AGY_INTERNAL
 
     @property
     def code(self) -> str:
@@ -216,7 +697,7 @@ class RpcError(AgyError):
     ``kind`` follows its connect code when it is made (none is changed after).
     """
 
-    kind = catalogue.AGY_RPC_FAILED
+    kind = AGY_RPC_FAILED
 
     def __init__(
         self,
@@ -237,9 +718,7 @@ class RpcError(AgyError):
             # INTERNAL on a 200 answer is a broken stream, not a refusal.
             broken = connect_code is Code.INTERNAL and http_status == 200
             self.kind = (
-                catalogue.AGY_PROTOCOL_ERROR
-                if broken
-                else _CONNECT_KINDS.get(connect_code, self.kind)
+                AGY_PROTOCOL_ERROR if broken else _CONNECT_KINDS.get(connect_code, self.kind)
             )
 
     @property
@@ -269,7 +748,7 @@ class RpcError(AgyError):
 class CsrfError(RpcError):
     """agy refused our CSRF token: 401 = none was sent, 403 = it is not the one agy has."""
 
-    kind = catalogue.AGY_CSRF_REJECTED
+    kind = AGY_CSRF_REJECTED
 
     @property
     def remediation(self) -> str:
@@ -295,7 +774,7 @@ class ProtocolError(RpcError):
     data after end of stream, or a stream that ends without its end-of-stream envelope.
     """
 
-    kind = catalogue.AGY_PROTOCOL_ERROR
+    kind = AGY_PROTOCOL_ERROR
 
     def __init__(
         self,
@@ -313,7 +792,7 @@ class StreamStalled(RpcError):  # noqa: N818
     """No frame arrived on a stream within its liveness deadline (docs/wire.md §4: after `/clear`
     a stream can hang with neither frame nor trailer). Re-check with GetAllCascadeTrajectories."""
 
-    kind = catalogue.AGY_UNREACHABLE
+    kind = AGY_UNREACHABLE
 
     def __init__(self, idle_timeout: float, *, method: str | None = None) -> None:
         self.idle_timeout = idle_timeout
@@ -329,7 +808,7 @@ class NeverSentError(AgyError, ConnectionError):
 class DiscoveryError(AgyError):
     """agy's language server could not be found or trusted."""
 
-    kind = catalogue.AGY_PORT_NEVER_OPENED
+    kind = AGY_PORT_NEVER_OPENED
     remediation_text = f"Run {_DOCTOR}."
 
     def __init__(self, message: str, *, pid: int, log_file: Path | None) -> None:
@@ -350,7 +829,7 @@ class DiscoveryError(AgyError):
 class AgyExitedError(DiscoveryError):
     """agy exited before its language server answered."""
 
-    kind = catalogue.AGY_EXITED
+    kind = AGY_EXITED
     remediation_text = (
         "Run `agy` in a terminal: it must start and be signed in (it prints what is wrong); "
         f"then {_DOCTOR}."
@@ -360,7 +839,7 @@ class AgyExitedError(DiscoveryError):
 class AgySignedOutError(DiscoveryError):
     """agy never served, and its log says it is not signed in (docs/wire.md §9)."""
 
-    kind = catalogue.AGY_SIGNED_OUT
+    kind = AGY_SIGNED_OUT
     remediation_text = (
         "Run `agy` in a terminal and sign in with your Google account; then retry or run "
         f"{_DOCTOR}."
@@ -370,7 +849,7 @@ class AgySignedOutError(DiscoveryError):
 class PortNeverOpenedError(DiscoveryError):
     """No port of agy's process tree answered Heartbeat before the deadline."""
 
-    kind = catalogue.AGY_PORT_NEVER_OPENED
+    kind = AGY_PORT_NEVER_OPENED
     remediation_text = (
         "agy is running but its language server never answered. Run `agy` in a terminal to "
         f"see whether it starts and is signed in, check the version (>= 1.2.2) with {_DOCTOR}."
@@ -380,7 +859,7 @@ class PortNeverOpenedError(DiscoveryError):
 class ForeignListenerError(DiscoveryError):
     """The only port in sight (e.g. the one agy's log names) is held by another process."""
 
-    kind = catalogue.AGY_FOREIGN_LISTENER
+    kind = AGY_FOREIGN_LISTENER
     remediation_text = (
         "omnigent-agy never talks to a port that the agy it started does not own. Another "
         "program (or user) holds it: stop that program, then retry."
@@ -390,7 +869,7 @@ class ForeignListenerError(DiscoveryError):
 class CsrfRejectedError(DiscoveryError):
     """agy's own port refused our CSRF token (401/403)."""
 
-    kind = catalogue.AGY_CSRF_REJECTED
+    kind = AGY_CSRF_REJECTED
     remediation_text = (
         "agy refused the CSRF token it was started with: it may predate --csrf_token (agy "
         "< 1.2.2) or have been restarted by hand. Stop that agy (its session on the tmux "
@@ -401,7 +880,7 @@ class CsrfRejectedError(DiscoveryError):
 class ConversationNotFoundError(DiscoveryError):
     """agy answers, but does not know the conversation it should hold."""
 
-    kind = catalogue.AGY_CONVERSATION_LOST
+    kind = AGY_CONVERSATION_LOST
     remediation_text = (
         "agy answered but does not know this conversation (its state may have been reset). "
         "Start a new conversation, or stop this agy so the next turn starts a fresh one."
@@ -411,7 +890,7 @@ class ConversationNotFoundError(DiscoveryError):
 class TerminalError(AgyError):
     """tmux could not start, find or stop an agy session."""
 
-    kind = catalogue.AGY_TMUX_FAILED
+    kind = AGY_TMUX_FAILED
 
     @property
     def remediation(self) -> str:
@@ -422,7 +901,7 @@ class TerminalError(AgyError):
 class StateDirError(AgyError):
     """A state directory or record cannot be used safely (owner, permissions, format)."""
 
-    kind = catalogue.AGY_STATE_DIR_INVALID
+    kind = AGY_STATE_DIR_INVALID
 
     def __init__(self, message: str, *, path: Path, remediation: str) -> None:
         self.path = path
@@ -441,7 +920,7 @@ class StateDirError(AgyError):
 class LaunchError(AgyError):
     """agy could not be started for a conversation."""
 
-    kind = catalogue.AGY_LAUNCH_FAILED
+    kind = AGY_LAUNCH_FAILED
 
     @property
     def remediation(self) -> str:
@@ -452,7 +931,7 @@ class LaunchError(AgyError):
 class SeedError(AgyError):
     """A file of the person's gemini dir cannot be used as it is (e.g. not JSON)."""
 
-    kind = catalogue.AGY_SETTINGS_INVALID
+    kind = AGY_SETTINGS_INVALID
 
     def __init__(self, message: str, *, path: Path) -> None:
         super().__init__(message)
@@ -466,7 +945,7 @@ class SeedError(AgyError):
 class WorkspaceHiddenError(AgyError):
     """The workspace is in a hidden folder and no safe dot-free link to it can be made."""
 
-    kind = catalogue.AGY_WORKSPACE_HIDDEN
+    kind = AGY_WORKSPACE_HIDDEN
 
     def __init__(self, message: str, *, workspace: Path) -> None:
         super().__init__(message)
@@ -482,7 +961,7 @@ class WorkspaceHiddenError(AgyError):
 class WorkspaceUnreachableError(AgyError):
     """The folder agy works in cannot be entered: nothing was started there."""
 
-    kind = catalogue.AGY_WORKSPACE_UNREACHABLE
+    kind = AGY_WORKSPACE_UNREACHABLE
 
     def __init__(self, message: str, *, folder: Path | str) -> None:
         super().__init__(message)
@@ -496,7 +975,7 @@ class WorkspaceUnreachableError(AgyError):
 class WorkspaceNotTrustedError(AgyError):
     """agy may not start in this workspace: nobody trusts it and the person did not say yes."""
 
-    kind = catalogue.AGY_WORKSPACE_NOT_TRUSTED
+    kind = AGY_WORKSPACE_NOT_TRUSTED
 
     def __init__(self, message: str, *, workspace: Path) -> None:
         super().__init__(message)
@@ -511,7 +990,7 @@ class WorkspaceNotTrustedError(AgyError):
 class TrustFileError(AgyError):
     """The file of remembered answers cannot be read or written as it is."""
 
-    kind = catalogue.AGY_TRUST_FILE_INVALID
+    kind = AGY_TRUST_FILE_INVALID
 
     def __init__(self, message: str, *, path: Path) -> None:
         super().__init__(message)
@@ -525,7 +1004,7 @@ class TrustFileError(AgyError):
 class ConversationStoreError(AgyError):
     """agy's list of conversations cannot be read (or a conversation cannot be copied)."""
 
-    kind = catalogue.AGY_CONVERSATIONS_UNREADABLE
+    kind = AGY_CONVERSATIONS_UNREADABLE
 
     def __init__(self, message: str, *, path: Path, remediation: str) -> None:
         self.path = path
@@ -536,7 +1015,7 @@ class ConversationStoreError(AgyError):
 class ConversationUnknownError(AgyError):
     """No conversation of agy's list has that id (or the prefix names several)."""
 
-    kind = catalogue.AGY_CONVERSATION_UNKNOWN
+    kind = AGY_CONVERSATION_UNKNOWN
 
     def __init__(self, message: str, *, wanted: str) -> None:
         self.wanted = wanted
@@ -546,13 +1025,13 @@ class ConversationUnknownError(AgyError):
 class InvalidRuleError(AgyError):
     """A permission rule that does not parse; the message names the rule and the fix."""
 
-    kind = catalogue.AGY_CONFIG_INVALID
+    kind = AGY_CONFIG_INVALID
 
 
 class PluginLoadError(AgyError):
     """An ``omnigent_agy`` plugin failed to import or implements an unknown hook."""
 
-    kind = catalogue.AGY_PLUGIN_FAILED
+    kind = AGY_PLUGIN_FAILED
 
 
 class PromptUnavailableError(AgyError):
@@ -567,7 +1046,7 @@ class InteractionDeliveryError(AgyError):
     the person did; the step stays WAITING until agy times it out.
     """
 
-    kind = catalogue.AGY_PROTOCOL_ERROR
+    kind = AGY_PROTOCOL_ERROR
 
     def __init__(self, message: str, *, cause: RpcError | None = None) -> None:
         super().__init__(message)
@@ -577,7 +1056,7 @@ class InteractionDeliveryError(AgyError):
 class ConfigError(AgyError):
     """The user's configuration cannot be used; the message names the key and the fix."""
 
-    kind = catalogue.AGY_CONFIG_INVALID
+    kind = AGY_CONFIG_INVALID
 
     def __init__(self, message: str, *, key: str | None = None) -> None:
         super().__init__(message)
@@ -587,7 +1066,7 @@ class ConfigError(AgyError):
 class AgyNotFoundError(AgyError):
     """The agy executable cannot be found; ``remediation`` says how to provide it."""
 
-    kind = catalogue.AGY_NOT_INSTALLED
+    kind = AGY_NOT_INSTALLED
 
     def __init__(self, message: str, *, remediation: str, looked_last: Path | None = None) -> None:
         super().__init__(f"{message}. {remediation}")
@@ -599,7 +1078,7 @@ class AgyNotFoundError(AgyError):
 class UnknownModelError(AgyError):
     """The requested model is not one agy offers; the message lists the valid names."""
 
-    kind = catalogue.AGY_MODEL_UNKNOWN
+    kind = AGY_MODEL_UNKNOWN
 
     def __init__(self, message: str, *, valid_names: tuple[str, ...] = ()) -> None:
         super().__init__(message)
@@ -609,13 +1088,13 @@ class UnknownModelError(AgyError):
 class InvalidEffortError(AgyError):
     """A reasoning effort agy does not know."""
 
-    kind = catalogue.AGY_EFFORT_INVALID
+    kind = AGY_EFFORT_INVALID
 
 
 class OmnigentApiError(AgyError):
     """omnigent's server cannot be reached, or refused a call; ``down`` when unreachable."""
 
-    kind = catalogue.AGY_OMNIGENT_UNREACHABLE
+    kind = AGY_OMNIGENT_UNREACHABLE
 
     def __init__(self, message: str, *, down: bool = False) -> None:
         self.down = down
@@ -638,7 +1117,7 @@ class RecordingLeakError(ProbeError):
 class SessionError(AgyError):
     """A turn cannot run: agy is gone, the conversation is lost, … (``kind`` says which)."""
 
-    def __init__(self, message: str, *, kind: FailureKind = catalogue.AGY_INTERNAL) -> None:
+    def __init__(self, message: str, *, kind: FailureKind = AGY_INTERNAL) -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -647,14 +1126,14 @@ class PreflightError(SessionError):
     """agy cannot be started as it is (missing, too old, signed out): says what to do."""
 
     def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.message, kind=catalogue.kind_for_code(failure.code))
+        super().__init__(failure.message, kind=kind_for_code(failure.code))
         self.failure = failure
 
 
 class WorkspaceIgnoredError(AgyError):
     """agy works somewhere other than the workspace it was given (the log names another)."""
 
-    kind = catalogue.AGY_WORKSPACE_IGNORED
+    kind = AGY_WORKSPACE_IGNORED
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -669,7 +1148,7 @@ class WorkspaceIgnoredError(AgyError):
 class MessageError(AgyError, ValueError):
     """The user message cannot be sent as it is (told to the person, nothing is lost)."""
 
-    kind = catalogue.AGY_MESSAGE_UNSUPPORTED
+    kind = AGY_MESSAGE_UNSUPPORTED
 
 
 class ContributionError(AgyError):
@@ -682,7 +1161,7 @@ _MAX_DEPTH = 8  # exception groups and causes followed this deep
 
 
 def _kind(exc: BaseException) -> FailureKind:
-    return exc.kind if isinstance(exc, AgyError) else catalogue.AGY_INTERNAL
+    return exc.kind if isinstance(exc, AgyError) else AGY_INTERNAL
 
 
 def _remediation(exc: BaseException) -> str | None:
@@ -716,11 +1195,11 @@ def _known(exc: BaseException, depth: int = 0) -> tuple[BaseException, str | Non
         return exc, None
     if isinstance(exc, BaseExceptionGroup):
         members = [_known(inner, depth + 1) for inner in exc.exceptions]
-        known = [member for member in members if _kind(member[0]) is not catalogue.AGY_INTERNAL]
+        known = [member for member in members if _kind(member[0]) is not AGY_INTERNAL]
         return (known or members or [(exc, None)])[0]
-    if _kind(exc) is catalogue.AGY_INTERNAL and exc.__cause__ is not None:
+    if _kind(exc) is AGY_INTERNAL and exc.__cause__ is not None:
         cause, context = _known(exc.__cause__, depth + 1)
-        if _kind(cause) is not catalogue.AGY_INTERNAL:
+        if _kind(cause) is not AGY_INTERNAL:
             outer = _message(exc)
             return cause, f"{outer}: {context}" if context else outer
     return exc, None
@@ -748,7 +1227,7 @@ def failure_for(exc: BaseException, *, secrets: Iterable[str] = ()) -> Failure:
         known, context = _known(exc)
         kind = _kind(known)
         message = _message(known)
-        if kind is catalogue.AGY_INTERNAL:
+        if kind is AGY_INTERNAL:
             message = f"{type(known).__name__}: {message}"
         if context:
             message = f"{context}: {message}"
@@ -760,4 +1239,4 @@ def failure_for(exc: BaseException, *, secrets: Iterable[str] = ()) -> Failure:
             scrub(message, secrets), remediation=scrub(remedy, secrets) if remedy else None
         )
     except Exception:  # noqa: BLE001 - the error path itself must never crash the turn
-        return catalogue.AGY_INTERNAL.failure(f"{type(exc).__name__} (details could not be shown)")
+        return AGY_INTERNAL.failure(f"{type(exc).__name__} (details could not be shown)")

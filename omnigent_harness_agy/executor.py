@@ -38,8 +38,14 @@ from omnigent_agy import TMUX_SOCKET as DEFAULT_TMUX_SOCKET
 from omnigent_agy import TMUX_SOCKET_ENV
 from omnigent_agy.agy.mcp_selection import McpSelection
 from omnigent_agy.agy.statedir import SessionStateDir
-from omnigent_agy.errors import AgyError, ConfigError, MessageError, WorkspaceNotTrustedError
-from omnigent_agy.failure_catalogue import gave_up_waiting_failure, model_error_failure
+from omnigent_agy.errors import (
+    AgyError,
+    ConfigError,
+    MessageError,
+    WorkspaceNotTrustedError,
+    gave_up_waiting_failure,
+    model_error_failure,
+)
 from omnigent_agy.interactions.hooks import (
     TurnCall,
     get_plugin_manager,

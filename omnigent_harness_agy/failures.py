@@ -1,6 +1,6 @@
 """omnigent's side of the failure catalogue: a :class:`Failure` as an ``ExecutorError``.
 
-The catalogue (:mod:`omnigent_agy.failure_catalogue`) and the mapping from errors
+The catalogue (:mod:`omnigent_agy.errors`) and the mapping from errors
 (``omnigent_agy.errors.failure_for``) are host-agnostic; this is the one function that needs
 omnigent. With a
 ``code``, omnigent's web shows the ``title`` and the ``remediation`` on the error card
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from omnigent.inner.executor import ExecutorError, ExecutorUsage
 
-from omnigent_agy.errors import failure_for
-from omnigent_agy.failure_catalogue import Failure
+from omnigent_agy.errors import Failure, failure_for
 
 __all__ = ["executor_error_for", "to_executor_error"]
 

@@ -3,7 +3,7 @@
 The table is the architecture (docs/architecture.md). A module's layer is its sub-package
 (``omnigent_agy.reading.mapper`` → ``reading``). The ground floor is open to all and imports
 no layer: the top-level ``omnigent_agy/__init__.py`` (constants), ``omnigent_agy.errors``
-(every error) and ``omnigent_agy.failure_catalogue`` (the failures a person sees); it imports
+(every error) and ``omnigent_agy.errors`` (the failures a person sees); it imports
 the standard library only, so the relay's MCP server (standard library only) can raise them.
 The tooling distribution built from ``agy-sim/`` is two layers of its own: ``simulator``
 (``agy_sim``) and ``stack`` (``agy_sim.stack``); no layer of the plugin may import either.
@@ -64,7 +64,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 }
 TOOLING = frozenset({"simulator", "stack"})
 # The ground floor, beside the package root's constants: every layer may import them.
-GROUND = frozenset({"errors", "failure_catalogue"})
+GROUND = frozenset({"errors"})
 # Only the adapter may import omnigent: everything under omnigent_agy is host-agnostic.
 MAY_IMPORT_OMNIGENT = frozenset({"adapter"})
 
@@ -260,9 +260,9 @@ def test_no_layer_of_the_plugin_may_import_the_tooling() -> None:
         ("reading/mapper.py", "from omnigent_agy.rpc import wire\n", False),
         ("reading/mapper.py", "from omnigent_agy import errors\n", False),
         ("relay/mcp_server.py", "from omnigent_agy.errors import RelayError\n", False),
-        ("errors.py", "from omnigent_agy.failure_catalogue import Failure\n", False),
+        ("errors.py", "from omnigent_agy.errors import Failure\n", False),
         ("errors.py", "from omnigent_agy.rpc.wire import Code\n", True),
-        ("failure_catalogue.py", "from omnigent_agy.onboarding.config import KEY\n", True),
+        ("errors.py", "from omnigent_agy.onboarding.config import KEY\n", True),
         ("rpc/wire.py", "from omnigent_agy import reading\n", True),
         ("rpc/wire.py", "import omnigent.inner.executor\n", True),
         ("agy_sim/server.py", "from omnigent_agy.reading.steps import Question\n", True),

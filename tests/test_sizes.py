@@ -10,6 +10,14 @@ from conftest import REPO_ROOT
 
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 800
+# One concern that is long by nature, each with the reason and its own bound.
+ONE_CONCERN: dict[str, tuple[int, str]] = {
+    "omnigent_agy/errors.py": (
+        1300,
+        "every error class and the whole failure catalogue in one place, as httpx's "
+        "_exceptions.py: splitting it would split the tree it draws",
+    ),
+}
 PACKAGES = (
     REPO_ROOT / "omnigent_agy",
     REPO_ROOT / "omnigent_harness_agy",
@@ -52,12 +60,19 @@ def test_no_module_is_over_800_lines() -> None:
     over = {
         name: lines
         for name, text in _modules()
-        if (lines := len(text.splitlines())) > MAX_MODULE_LINES
+        if (lines := len(text.splitlines())) > ONE_CONCERN.get(name, (MAX_MODULE_LINES, ""))[0]
     }
     assert over == {}, (
         f"modules over {MAX_MODULE_LINES} lines: a sign that more than one concern shares "
         f"each; split it by concern: {over}"
     )
+
+
+def test_a_module_allowed_its_length_still_has_a_bound() -> None:
+    lengths = {name: len(text.splitlines()) for name, text in _modules()}
+    for name, (_bound, why) in ONE_CONCERN.items():
+        assert name in lengths, f"{name} is gone: take it out of ONE_CONCERN"
+        assert lengths[name] > MAX_MODULE_LINES, f"{name} fits the usual bound now: {why}"
 
 
 def test_a_long_function_is_named_with_its_module_and_line() -> None:

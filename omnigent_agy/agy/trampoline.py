@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from omnigent_agy.failure_catalogue import AGY_WORKSPACE_UNREACHABLE
+from omnigent_agy.errors import AGY_WORKSPACE_UNREACHABLE
 
 __all__ = [
     "ENTER_FAILED",

@@ -41,8 +41,7 @@ from omnigent_agy.agy.statedir import SessionStateDir, default_state_base
 from omnigent_agy.agy.trust import TrustStore, WorkspaceTrust
 from omnigent_agy.agy.workspace import AgyWorkspace, prepare_workspace, remove_link
 from omnigent_agy.agy.workspace_runs import workspace_runs
-from omnigent_agy.errors import SeedError, TrustFileError, WorkspaceHiddenError
-from omnigent_agy.failure_catalogue import (
+from omnigent_agy.errors import (
     AGY_ONBOARDING_INCOMPLETE,
     AGY_SETTINGS_INVALID,
     AGY_SIGNED_OUT,
@@ -50,6 +49,9 @@ from omnigent_agy.failure_catalogue import (
     AGY_WORKSPACE_UNTRUSTED,
     Failure,
     FailureKind,
+    SeedError,
+    TrustFileError,
+    WorkspaceHiddenError,
     kind_for_code,
 )
 from omnigent_agy.onboarding.checks import DoctorLine, Status

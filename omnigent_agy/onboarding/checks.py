@@ -3,14 +3,14 @@
 Each check returns a :class:`DoctorLine`. They are public one by one because the
 executor's pre-flight (``omnigent_agy.onboarding.doctor.preflight``) runs some of the same
 checks and turns the first failure into a
-:class:`~omnigent_agy.failure_catalogue.Failure` (``DoctorLine.code`` names it), so the
+:class:`~omnigent_agy.errors.Failure` (``DoctorLine.code`` names it), so the
 doctor and the error card never disagree.
 
 Every check tolerates a missing, broken or hanging agy: subprocesses run without a terminal,
 with a timeout, in their own process group, which is killed whole on timeout. agy's output
 is never shown verbatim: ``agy models`` is only counted (in any of its forms,
 :mod:`~omnigent_agy.onboarding.agy_models`), and any line quoted from a failing
-program is scrubbed (``failure_catalogue.scrub``), so no token reaches a terminal or a log.
+program is scrubbed (``errors.scrub``), so no token reaches a terminal or a log.
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ from pathlib import Path
 
 from omnigent_agy import KEY, MIN_AGY_VERSION
 from omnigent_agy.agy.trampoline import TMUX_CLIENT_ENV
-from omnigent_agy.errors import AgyNotFoundError, ConfigError
-from omnigent_agy.failure_catalogue import (
+from omnigent_agy.errors import (
     AGY_LAUNCH_FAILED,
     AGY_TMUX_FAILED,
+    AgyNotFoundError,
+    ConfigError,
     Failure,
     scrub,
     signed_out_failure,

@@ -9,7 +9,7 @@ converted here to a report line.
 
 :func:`preflight` is what the executor runs before its first turn: the subset of checks
 without which no turn can work, the first failure returned as a
-:class:`~omnigent_agy.failure_catalogue.Failure` with the same code the doctor shows.
+:class:`~omnigent_agy.errors.Failure` with the same code the doctor shows.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pluggy
 
-from omnigent_agy.errors import ConfigError, PluginLoadError
-from omnigent_agy.failure_catalogue import (
+from omnigent_agy.errors import (
     AGY_CONFIG_INVALID,
     AGY_LAUNCH_FAILED,
     AGY_PLUGIN_FAILED,
+    ConfigError,
     Failure,
+    PluginLoadError,
     kind_for_code,
     scrub,
 )

@@ -13,7 +13,7 @@ person sees where they are; agy keeps the history itself, and only the newest me
 turn is ever sent (docs/decisions.md §3), so nothing reaches agy twice.
 
 Each function returns the exit status and the lines to print; a failure is a coded `Failure`
-(failure_catalogue.py) with what to do.
+(errors.py) with what to do.
 """
 
 from __future__ import annotations
@@ -38,18 +38,16 @@ from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.running import list_running
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.errors import (
-    ConversationStoreError,
-    ConversationUnknownError,
-    OmnigentApiError,
-    StateDirError,
-    TrustFileError,
-)
-from omnigent_agy.failure_catalogue import (
     AGY_CONVERSATION_UNKNOWN,
     AGY_CONVERSATIONS_UNREADABLE,
     AGY_OMNIGENT_UNREACHABLE,
     AGY_STATE_DIR_INVALID,
+    ConversationStoreError,
+    ConversationUnknownError,
     Failure,
+    OmnigentApiError,
+    StateDirError,
+    TrustFileError,
 )
 from omnigent_agy.onboarding.agy_home import workspace_trust
 from omnigent_agy.onboarding.config import AgyConfig

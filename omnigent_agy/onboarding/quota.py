@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Final
 
 from omnigent_agy.agy.running import RunningAgy, list_running
-from omnigent_agy.errors import AgyError
-from omnigent_agy.failure_catalogue import Failure, quota_exhausted_failure, scrub
+from omnigent_agy.errors import AgyError, Failure, quota_exhausted_failure, scrub
 from omnigent_agy.onboarding.checks import DoctorLine, Status
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.discovery import pin_if_ours

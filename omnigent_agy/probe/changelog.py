@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from omnigent_agy.failure_catalogue import scrub
+from omnigent_agy.errors import scrub
 from omnigent_agy.probe.facts import FactVerdict, Finding
 
 __all__ = ["KEPT_LINES", "Changelog", "read_changelog"]

@@ -32,8 +32,7 @@ import pluggy
 from omnigent_agy.agy.keep import TurnLease
 from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.sweep import acquire_sweeper
-from omnigent_agy.errors import PreflightError, RpcError, SessionError
-from omnigent_agy.failure_catalogue import AGY_EXITED, AGY_UNREACHABLE
+from omnigent_agy.errors import AGY_EXITED, AGY_UNREACHABLE, PreflightError, RpcError, SessionError
 from omnigent_agy.interactions.bridge import InteractionBridge
 from omnigent_agy.interactions.policy import PermissionPolicy
 from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel

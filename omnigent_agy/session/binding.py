@@ -41,8 +41,7 @@ from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost, process_running
 from omnigent_agy.agy.trust import WorkspaceTrust
 from omnigent_agy.agy.workspace import AgyWorkspace
-from omnigent_agy.errors import PreflightError, RpcError, SessionError
-from omnigent_agy.failure_catalogue import AGY_UNREACHABLE, Failure
+from omnigent_agy.errors import AGY_UNREACHABLE, Failure, PreflightError, RpcError, SessionError
 from omnigent_agy.interactions.hooks import model_aliases
 from omnigent_agy.onboarding.catalog import ModelCatalog
 from omnigent_agy.reading.cursor import CursorStore

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from omnigent_agy.failure_catalogue import Failure
+from omnigent_agy.errors import Failure
 from omnigent_agy.reading.events import (
     AssistantMessage,
     ErrorReported,

@@ -27,8 +27,7 @@ from omnigent.inner.executor import (
 )
 
 from omnigent_agy.agy.statedir import SessionStateDir
-from omnigent_agy.errors import SessionError
-from omnigent_agy.failure_catalogue import AGY_EXITED, AGY_MODEL_UNKNOWN, AGY_NOT_INSTALLED
+from omnigent_agy.errors import AGY_EXITED, AGY_MODEL_UNKNOWN, AGY_NOT_INSTALLED, SessionError
 from omnigent_agy.interactions.hooks import new_plugin_manager
 from omnigent_agy.onboarding.catalog import ModelCatalog
 from omnigent_agy.reading import events as ev

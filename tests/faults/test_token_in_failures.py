@@ -2,7 +2,7 @@
 
 agy-sim's hostile ``echo_headers`` fault (docs/simulator.md) answers with errors that repeat
 the request's headers, the token among them. A turn whose message cannot be sent fails with
-a coded failure (failure_catalogue.py); a turn whose reads fail a few times recovers; the
+a coded failure (errors.py); a turn whose reads fail a few times recovers; the
 failure event, every SSE event, the harness's log records at DEBUG and the exceptions logged
 with them are searched for the token (and its head, for texts clipped inside it).
 """

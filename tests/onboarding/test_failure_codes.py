@@ -1,7 +1,7 @@
 """Every failure code that can reach omnigent is catalogued, documented and spelled once.
 
 A code reaches omnigent (the error card, the doctor's JSON) from a catalogue entry
-(``omnigent_agy.failure_catalogue``): an error carries its entry as ``kind``, a
+(``omnigent_agy.errors``): an error carries its entry as ``kind``, a
 ``Failure``/``DoctorLine`` is built from an entry's ``code``. No module but the catalogue
 spells a code: the plugin's code is searched for codes given where a code can be given
 (``code = "agy_…"``, ``code="agy_…"``, a ``Failure``/``FailureKind``/``DoctorLine`` built
@@ -21,11 +21,11 @@ import pytest
 from conftest import REPO_ROOT
 from pluginsource import plugin_sources, where
 
-from omnigent_agy.failure_catalogue import CATALOGUE, Failure, FailureKind, kind_for_code
+from omnigent_agy.errors import CATALOGUE, Failure, FailureKind, kind_for_code
 from omnigent_agy.onboarding.checks import DoctorLine
 
 ONE_BUILDER = REPO_ROOT / "omnigent_harness_agy" / "failures.py"
-THE_CATALOGUE = REPO_ROOT / "omnigent_agy" / "failure_catalogue.py"
+THE_CATALOGUE = REPO_ROOT / "omnigent_agy" / "errors.py"
 CODES = frozenset(kind.code for kind in CATALOGUE)
 DOCS = REPO_ROOT / "docs" / "onboarding.md"
 # The code's position among the positional arguments of the types that carry one.

@@ -17,6 +17,11 @@ from omnigent.inner.executor import ExecutorError
 import omnigent_agy
 from omnigent_agy import MIN_AGY_VERSION
 from omnigent_agy.errors import (
+    AGY_CONVERSATION_LOST,
+    AGY_EXITED,
+    AGY_INTERNAL,
+    CATALOGUE,
+    REDACTED,
     AgyError,
     AgyExitedError,
     AgyNotFoundError,
@@ -26,6 +31,7 @@ from omnigent_agy.errors import (
     CsrfError,
     CsrfRejectedError,
     DiscoveryError,
+    Failure,
     ForeignListenerError,
     InvalidEffortError,
     InvalidRuleError,
@@ -40,14 +46,6 @@ from omnigent_agy.errors import (
     TerminalError,
     UnknownModelError,
     failure_for,
-)
-from omnigent_agy.failure_catalogue import (
-    AGY_CONVERSATION_LOST,
-    AGY_EXITED,
-    AGY_INTERNAL,
-    CATALOGUE,
-    REDACTED,
-    Failure,
     gave_up_waiting_failure,
     kind_for_code,
     model_error_failure,

@@ -23,8 +23,7 @@ from typing import Any
 import pytest
 from simproc import FAST, Sim, sim_launcher
 
-from omnigent_agy.errors import Code, CsrfError, DiscoveryError, RpcError
-from omnigent_agy.failure_catalogue import redact_secret
+from omnigent_agy.errors import Code, CsrfError, DiscoveryError, RpcError, redact_secret
 from omnigent_agy.rpc.client import RetryPolicy, RpcClient
 from omnigent_agy.rpc.discovery import discover_pin
 

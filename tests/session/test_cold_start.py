@@ -21,7 +21,7 @@ from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
-from omnigent_agy.failure_catalogue import AGY_SIGNED_OUT, Failure
+from omnigent_agy.errors import AGY_SIGNED_OUT, Failure
 from omnigent_agy.rpc import discovery
 from omnigent_agy.rpc.discovery import pin_if_ours
 from omnigent_agy.rpc.pinning import Pin, fetch_certificate
