@@ -46,7 +46,7 @@ from omnigent.harnesses.antigravity_native import rpc as builtin_rpc
 from readers import BuiltinReader, ListSink, PluginReader, builtin_stub_sink
 
 from omnigent_agy.reading.cursor import CursorStore
-from omnigent_agy.reading.follower import Follower
+from omnigent_agy.reading.reader import Follower
 from omnigent_agy.reading.sink import release
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.connection import CSRF_HEADER, SERVICE

@@ -44,9 +44,9 @@ from omnigent_agy import ENV_PATH
 from omnigent_agy.agy import launcher
 from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.terminal import TerminalHost
-from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
-from omnigent_agy.onboarding.config import load_config
-from omnigent_agy.onboarding.doctor import preflight
+from omnigent_agy.agy.trust_store import WorkspacePattern, WorkspaceTrust
+from omnigent_agy.config.settings import load_config
+from omnigent_agy.doctor.checkup import preflight
 from omnigent_agy.reading import events as ev
 from omnigent_agy.reading.reader import CascadeReader
 from omnigent_agy.session import binding

@@ -25,7 +25,7 @@ from gemini_home import make_person_gemini
 from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.retention import disk_usage, size
 from omnigent_agy.agy.terminal import TerminalHost
-from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
+from omnigent_agy.agy.trust_store import WorkspacePattern, WorkspaceTrust
 from omnigent_agy.session.agy_session import AgySession, SessionSettings
 from omnigent_agy.session.turn import Turn
 

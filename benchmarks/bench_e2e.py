@@ -31,7 +31,7 @@ from common import FrameServer, frame_server, median_of, options, percentile, sp
 from omnigent.harnesses.antigravity_native import rpc as builtin_rpc
 from readers import BuiltinReader, ListSink, builtin_stub_sink
 
-from omnigent_agy.reading.follower import Follower
+from omnigent_agy.reading.reader import Follower
 from omnigent_agy.rpc.client import RpcClient
 
 

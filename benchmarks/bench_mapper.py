@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.reading.mapper import map_step
-from omnigent_agy.reading.mapper_state import MapperState
+from omnigent_agy.reading.mapper import MapperState, map_step
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "recorded_steps"
 FRAMES = 400  # GENERATING frames per measured answer, each 24 characters longer

@@ -33,9 +33,9 @@ from omnigent.harnesses.antigravity_native import rpc as builtin_rpc
 from simproc import AGY_SIM, TOKEN, sim_launcher
 
 from omnigent_agy.agy.gemini_home import GeminiSeed
-from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
+from omnigent_agy.agy.trust_store import WorkspacePattern, WorkspaceTrust
 from omnigent_agy.interactions.prompts import PolicyAction, PolicyVerdict
-from omnigent_agy.reading.reader_state import ReaderSettings
+from omnigent_agy.reading.reader import ReaderSettings
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.session.agy_session import AgySession
 from omnigent_agy.session.binding import SessionSettings

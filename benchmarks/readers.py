@@ -24,7 +24,7 @@ import httpx
 from omnigent.harnesses.antigravity_native import reader as builtin
 
 from omnigent_agy.reading.cursor import CursorStore
-from omnigent_agy.reading.follower import Follower
+from omnigent_agy.reading.reader import Follower
 from omnigent_agy.rpc.client import STEPS_PATH
 from omnigent_agy.rpc.heap import LARGE_FRAME_BYTES, return_freed_memory
 from omnigent_agy.rpc.wire import LAZY_FRAME_BYTES, DataFrame, EnvelopeDecoder

@@ -63,7 +63,7 @@ omnigent adapter turns it into an ``ExecutorError``. A new error is a class here
 
 ``RpcError.connect_code`` is a :class:`Code`, whose values are the connect wire strings
 (docs/wire.md §1-§2): transport failures are UNAVAILABLE, timeouts DEADLINE_EXCEEDED. Foreign
-errors (httpx, h2, ssl) are translated at one boundary, ``omnigent_agy.rpc.translate``.
+errors (httpx, h2, ssl) are translated at one boundary, ``omnigent_agy.rpc.error_boundary``.
 
 No message here ever contains the CSRF token (docs/decisions.md §9: ``RpcError.redact``).
 
@@ -73,9 +73,9 @@ failure is an ``ExecutorError`` with a stable ``code``, a short ``title`` and a
 :class:`Failure`, every :class:`FailureKind` (``CATALOGUE``), and what makes a text fit to be
 shown: :func:`scrub` takes secrets out (agy's command line and environment carry the CSRF
 token, docs/wire.md §1), :func:`clip` cuts it to an error card. The omnigent adapter turns a
-``Failure`` into an ``ExecutorError`` (``omnigent.community.harness.agy.failures``). A new
+``Failure`` into an ``ExecutorError`` (``omnigent.community.harness.agy.executor_errors``). A new
 failure is one ``FailureKind`` here and its row in docs/onboarding.md's table;
-tests/onboarding/test_failure_codes.py fails until both exist, and until no module but this
+tests/test_failure_codes.py fails until both exist, and until no module but this
 one spells a code.
 
 This module sits on the ground floor: it imports the standard library and the package root's
@@ -94,7 +94,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy import ENV_PATH, INSTALL_HINT, KEY, MIN_AGY_VERSION, TMUX_SOCKET
+from omnigent_agy.constants import ENV_PATH, INSTALL_HINT, KEY, MIN_AGY_VERSION, TMUX_SOCKET
 
 __all__ = [
     "AGY_CONFIG_INVALID",

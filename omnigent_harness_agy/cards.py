@@ -31,16 +31,16 @@ from typing import Final
 
 from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 
-from omnigent_agy.errors import PromptUnavailableError
-from omnigent_agy.interactions.policy import RequestKind
-from omnigent_agy.interactions.prompts import (
+from omnigent_agy import (
     ElicitationCard,
     PermissionCard,
+    Question,
     QuestionAnswer,
     QuestionAnswers,
     QuestionForm,
+    RequestKind,
 )
-from omnigent_agy.reading.steps import Question
+from omnigent_agy.errors import PromptUnavailableError
 
 from .terminal_cards import (
     FORM_HINT,

@@ -22,9 +22,7 @@ import os
 from pathlib import Path
 from typing import Final
 
-from omnigent_agy.agy.deletion_watch import arm_deletion_watch
-from omnigent_agy.agy.retention import record_deletion_marker
-from omnigent_agy.agy.statedir import SessionStateDir
+from omnigent_agy import SessionStateDir, arm_deletion_watch, record_deletion_marker
 
 __all__ = ["MARKER_NAME", "mark_for_deletion", "marker_path"]
 

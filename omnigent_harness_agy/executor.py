@@ -34,10 +34,35 @@ from omnigent.inner.executor import (
     TurnComplete,
 )
 
+from omnigent_agy import (
+    DEFAULT_IDLE_TIMEOUT,
+    RELAY_SERVER,
+    TMUX_SOCKET_ENV,
+    AgyConfig,
+    AgyRestarted,
+    AgySession,
+    ConversationLost,
+    McpSelection,
+    PreflightError,
+    ReaderSettings,
+    SessionSettings,
+    SessionStateDir,
+    Turn,
+    TurnResult,
+    answered,
+    carry_history,
+    gemini_seed,
+    load_config,
+    mark_delivered,
+    newest_user_message,
+    preflight,
+    read_agy_version,
+    resolve_executable,
+    user_message,
+    workspace_trust,
+)
 from omnigent_agy import TMUX_SOCKET as DEFAULT_TMUX_SOCKET
-from omnigent_agy import TMUX_SOCKET_ENV
-from omnigent_agy.agy.mcp_selection import McpSelection
-from omnigent_agy.agy.statedir import SessionStateDir
+from omnigent_agy import events as ev
 from omnigent_agy.errors import (
     AgyError,
     ConfigError,
@@ -46,34 +71,17 @@ from omnigent_agy.errors import (
     gave_up_waiting_failure,
     model_error_failure,
 )
-from omnigent_agy.interactions.hooks import (
-    TurnCall,
-    get_plugin_manager,
-    interrupt_session_hook,
-    run_turn_hook,
-)
-from omnigent_agy.onboarding.agy_home import gemini_seed, workspace_trust
-from omnigent_agy.onboarding.config import AgyConfig, load_config
-from omnigent_agy.onboarding.doctor import preflight, read_agy_version
-from omnigent_agy.onboarding.executable import resolve_executable
-from omnigent_agy.reading import events as ev
-from omnigent_agy.reading.reader_state import DEFAULT_IDLE_TIMEOUT, ReaderSettings
-from omnigent_agy.relay.channel import RELAY_SERVER
-from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
-from omnigent_agy.session.history import answered, carry_history, mark_delivered
-from omnigent_agy.session.messages import newest_user_message, user_message
-from omnigent_agy.session.turn import Turn
-from omnigent_agy.session.turns import AgyRestarted, ConversationLost, TurnResult
+from omnigent_agy.plugins import TurnCall, get_plugin_manager, interrupt_session_hook, run_turn_hook
 
 from .deletion import mark_for_deletion
-from .failures import executor_error_for, to_executor_error
+from .executor_errors import executor_error_for, to_executor_error
 from .notes import log_restart, lost_note
-from .prompts import OmnigentPrompts
+from .omnigent_prompts import OmnigentPrompts
 from .spawn_env import CWD_ENV_KEY as CWD_ENV
 from .spawn_env import EFFORT_ENV_KEY as EFFORT_ENV
 from .spawn_env import MCP_SERVERS_ENV_KEY as MCP_SERVERS_ENV
 from .spawn_env import MODEL_ENV_KEY as MODEL_ENV
-from .subagents import is_wake_for, subagent_event
+from .subagent_events import is_wake_for, subagent_event
 from .timing import TimingLog
 from .titles import SessionTitle
 from .tool_rows import row

@@ -25,8 +25,7 @@ import os
 from collections.abc import MutableMapping
 from typing import Final
 
-from omnigent_agy import TMUX_TMPDIR_ENV
-from omnigent_agy.agy.statedir import XDG_STATE_ENV
+from omnigent_agy import TMUX_TMPDIR_ENV, XDG_STATE_ENV
 
 __all__ = ["ALSO_READ", "PASSTHROUGH_ENV", "PREFIX", "forward_to_runners", "plugin_variables"]
 

@@ -9,7 +9,7 @@ import logging
 from omnigent.debug_logging import debug_event
 from omnigent.inner.executor import TextChunk
 
-from omnigent_agy.session.turns import AgyRestarted, ConversationLost
+from omnigent_agy import AgyRestarted, ConversationLost
 
 __all__ = ["log_restart", "lost_note"]
 

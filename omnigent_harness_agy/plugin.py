@@ -27,15 +27,18 @@ from omnigent.harness_capabilities import (
 from omnigent.harness_install_spec import HarnessInstallSpec
 from omnigent.harness_plugins import HarnessContribution
 
-from omnigent_agy import HARNESS_ID, HARNESS_LABEL, INSTALL_HINT
-from omnigent_agy.errors import AgyNotFoundError, ContributionError
-from omnigent_agy.interactions.hooks import (
-    HarnessRegistration,
-    get_plugin_manager,
-    harness_registrations,
+from omnigent_agy import (
+    DEFAULT_EXECUTABLE,
+    HARNESS_ID,
+    HARNESS_LABEL,
+    INSTALL_HINT,
+    AgyConfig,
+    installer_bin,
+    load_config,
+    resolve_executable,
 )
-from omnigent_agy.onboarding.config import AgyConfig, load_config
-from omnigent_agy.onboarding.executable import DEFAULT_EXECUTABLE, installer_bin, resolve_executable
+from omnigent_agy.errors import AgyNotFoundError, ContributionError
+from omnigent_agy.plugins import HarnessRegistration, get_plugin_manager, harness_registrations
 
 from .hostenv import forward_to_runners
 from .spawn_env import MODEL_ENV_KEY

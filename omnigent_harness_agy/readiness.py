@@ -16,11 +16,7 @@ from collections.abc import Callable
 from typing import Final
 
 from omnigent_agy import ENV_PATH, HARNESS_ID, KEY
-from omnigent_agy.interactions.hooks import (
-    CheckResult,
-    OnboardingCheck,
-    hookimpl,
-)
+from omnigent_agy.plugins import CheckResult, OnboardingCheck, hookimpl
 
 __all__ = ["NAME", "agy_onboarding_checks", "host_readiness"]
 

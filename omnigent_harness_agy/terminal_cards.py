@@ -45,13 +45,7 @@ from typing import Final
 
 from omnigent.server.schemas import ElicitationRequestParams
 
-from omnigent_agy.interactions.prompts import (
-    ElicitationCard,
-    QuestionAnswer,
-    QuestionForm,
-    TrustCard,
-)
-from omnigent_agy.reading.steps import Question
+from omnigent_agy import ElicitationCard, Question, QuestionAnswer, QuestionForm, TrustCard
 
 __all__ = [
     "CHOICE_HINT",

@@ -22,8 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from omnigent_agy.agy.conversations import read_conversations
-from omnigent_agy.agy.statedir import SessionStateDir, write_private_file
+from omnigent_agy import SessionStateDir, read_conversations, write_private_file
 from omnigent_agy.errors import AgyError
 
 __all__ = ["RENAME_TOOL", "SessionTitle", "agy_title", "omnigent_title", "retitle"]

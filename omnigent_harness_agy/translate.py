@@ -14,10 +14,8 @@ from omnigent.inner.executor import (
     ToolCallStatus,
 )
 
-from omnigent_agy.reading import events as ev
-from omnigent_agy.reading.mapper_state import DEFAULT_OUTPUT_CAP
-from omnigent_agy.reading.steps import StepKey
-from omnigent_agy.session.shown import ShownLedger
+from omnigent_agy import DEFAULT_OUTPUT_CAP, ShownLedger, StepKey
+from omnigent_agy import events as ev
 
 __all__ = ["TOOL_STATUS", "Stream", "tool_result"]
 
@@ -36,7 +34,7 @@ class Stream:
 
     What it hands over is recorded in the session's `ShownLedger`, so a harness process
     started after this one was killed mid-answer goes on where the host's text stops instead
-    of showing the step again from its start (session/shown.py).
+    of showing the step again from its start (session/shown_ledger.py).
     """
 
     def __init__(self, ledger: ShownLedger | None = None) -> None:

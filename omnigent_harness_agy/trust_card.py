@@ -20,9 +20,8 @@ from typing import Final
 
 from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 
-from omnigent_agy.agy.shown import visible
+from omnigent_agy import TrustAnswer, TrustCard, visible
 from omnigent_agy.errors import PromptUnavailableError
-from omnigent_agy.interactions.prompts import TrustAnswer, TrustCard
 
 from .cards import choice_params, with_notes
 from .terminal_cards import TRUST_PHASE, trust_phase

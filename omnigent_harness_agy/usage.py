@@ -21,10 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from omnigent_agy.onboarding.catalog import ModelCatalog
-from omnigent_agy.onboarding.model_facts import facts_for, turn_cost, window_for
-from omnigent_agy.reading.steps import ModelUsage
-from omnigent_agy.session.turns import TurnResult
+from omnigent_agy import ModelCatalog, ModelUsage, TurnResult, facts_for, turn_cost, window_for
 
 __all__ = ["usage_dict"]
 

@@ -1,5 +1,5 @@
 """agy's list of a person's conversations (docs/wire.md §9), written by hand in the shapes
-the tests need (tests/agy/test_conversations.py, tests/cli/test_conversations_cli.py), and
+the tests need (tests/agy/test_conversation_store.py, tests/cli/test_conversations_cli.py), and
 the digest that shows a store untouched (also tests/e2e/test_e2e_conversations.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.agy.conversations import SUMMARIES_DB
+from omnigent_agy.agy.conversation_store import SUMMARIES_DB
 
 A = "0b5e8a52-1d4c-4c1e-9d0a-6f3f1b0e2a11"
 B = "7c9d2f10-8e4b-4a5c-b3d2-1e0f9a8b7c6d"

@@ -1,5 +1,5 @@
 """agys launched as a harness launches them, for the tests of what keeps them and who watches
-them (tests/agy/test_sweep.py, tests/agy/test_attach.py): agy-sim in a private tmux server,
+them (tests/agy/test_sweep.py, tests/agy/test_tmux_attach.py): agy-sim in a private tmux server,
 each conversation's state under one base, its gemini dir seeded as a session seeds it."""
 
 from __future__ import annotations

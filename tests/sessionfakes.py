@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from omnigent_agy.errors import Code, RpcError
-from omnigent_agy.onboarding.catalog import ModelCatalog
+from omnigent_agy.models.catalog import ModelCatalog
 from omnigent_agy.reading.events import AssistantMessage, TurnBoundary, UsageReported
 from omnigent_agy.reading.reader import ConversationRotated, ReaderEvent, TurnEnded
 from omnigent_agy.reading.sink import EventSink

@@ -2,7 +2,7 @@
 
 Environment variable names (ours and the ones we read of omnigent, agy, tmux and XDG) are
 each spelled in one module; the others import the name. The harness's identity (id, label,
-alias) and the tmux socket are spelled in the package root, where every layer can read them.
+alias) and the tmux socket are spelled in constants.py, where every layer can read them.
 Code is searched, not comments or docstrings.
 """
 
@@ -25,13 +25,13 @@ ENV_NAME = re.compile(r"(?:OMNIGENT|HARNESS|ANTIGRAVITY|GEMINI|AGY|TMUX|XDG)(?:_
 # spelled like the harness's alias; the plugin's name is also its distribution, its command
 # and its state and data folders.
 IDENTITY = {
-    omnigent_agy.HARNESS_ID: {"omnigent_agy"},
-    omnigent_agy.HARNESS_LABEL: {"omnigent_agy"},
-    **{alias: {"omnigent_agy", "agy.gemini_home"} for alias in omnigent_agy.HARNESS_ALIASES},
+    omnigent_agy.HARNESS_ID: {"constants"},
+    omnigent_agy.HARNESS_LABEL: {"constants"},
+    **{alias: {"constants", "agy.gemini_home"} for alias in omnigent_agy.HARNESS_ALIASES},
     omnigent_agy.TMUX_SOCKET: {
-        "omnigent_agy",
+        "constants",
         "agy.statedir",
-        "onboarding.agent",
+        "config.agent_folder",
         "cli",
         "adapter.plugin",
     },
@@ -68,6 +68,8 @@ def where_spelled() -> dict[str, set[str]]:
     """Each string constant → the modules that write it (short names: ``agy.statedir``)."""
     spelled: dict[str, set[str]] = defaultdict(set)
     for module, path in plugin_sources().items():
+        if module == "omnigent_agy":
+            continue  # the core's face names what it hands on; it spells no value
         for text in literals(path.read_text(encoding="utf-8")):
             spelled[text].add(short_name(module))
     return spelled

@@ -1,10 +1,12 @@
 """The folders are the layers: every module imports only the layers its own may use.
 
 The table is the architecture (docs/architecture.md). A module's layer is its sub-package
-(``omnigent_agy.reading.mapper`` → ``reading``). The ground floor is open to all and imports
-no layer: the top-level ``omnigent_agy/__init__.py`` (constants), ``omnigent_agy.errors``
-(every error) and ``omnigent_agy.errors`` (the failures a person sees); it imports
-the standard library only, so the relay's MCP server (standard library only) can raise them.
+(``omnigent_agy.reading.mapper`` → ``reading``); a top-level module is a layer of its own. The
+ground floor is open to all and imports no layer: ``omnigent_agy/constants.py`` and
+``omnigent_agy.errors`` (every error and the failures a person sees), standard library only,
+so the relay's MCP server (standard library only) can raise them. The package's
+``__init__.py`` is the core's face: it hands on, lazily, the names a host needs, and only the
+adapter imports from it.
 The tooling distribution built from ``agy-sim/`` is two layers of its own: ``simulator``
 (``agy_sim``) and ``stack`` (``agy_sim.stack``); no layer of the plugin may import either.
 Every import counts, also the lazy ones inside functions and those under ``TYPE_CHECKING``: a
@@ -26,35 +28,102 @@ ADAPTER = REPO_ROOT / "omnigent_harness_agy"
 SIMULATOR = REPO_ROOT / "agy-sim" / "agy_sim"
 STACK = SIMULATOR / "stack"
 
-# layer → the layers it may import (besides itself and the package root's constants).
+# layer → the layers it may import (besides itself and omnigent_agy/constants.py).
 ALLOWED: dict[str, frozenset[str]] = {
-    "rpc": frozenset(),
-    "agy": frozenset({"rpc"}),
-    "reading": frozenset({"rpc"}),
-    "interactions": frozenset({"rpc", "reading"}),
-    "onboarding": frozenset({"rpc", "agy", "reading", "interactions"}),
-    # omnigent's tools over MCP: the harness's socket and the MCP server agy starts.
-    "relay": frozenset({"rpc", "agy"}),
-    "session": frozenset({"rpc", "agy", "reading", "interactions", "onboarding", "relay"}),
-    # `omnigent-agy probe`: agy started as the plugin starts it, read as the plugin reads it.
-    "probe": frozenset({"rpc", "agy", "reading", "interactions", "onboarding"}),
-    "cli": frozenset(
-        {"rpc", "agy", "reading", "interactions", "onboarding", "relay", "session", "probe"}
-    ),
-    # The omnigent adapter sits on top.
-    "adapter": frozenset(
+    # Every error class and the failure catalogue, on the ground floor.
+    "errors": frozenset(),
+    "rpc": frozenset({"errors"}),
+    "agy": frozenset({"errors", "rpc"}),
+    "reading": frozenset({"errors", "rpc"}),
+    "interactions": frozenset({"errors", "rpc", "reading"}),
+    # The hooks a plugin implements, at the package's top; they name the policy's types.
+    "hookspecs": frozenset({"errors", "interactions"}),
+    # pluggy's manager at the package's top: loading plugins, calling the hooks.
+    "plugins": frozenset({"errors", "rpc", "hookspecs"}),
+    "config": frozenset({"errors", "rpc", "agy", "interactions"}),
+    "models": frozenset({"errors", "rpc", "reading"}),
+    "doctor": frozenset(
         {
+            "errors",
             "rpc",
             "agy",
             "reading",
             "interactions",
-            "onboarding",
+            "hookspecs",
+            "plugins",
+            "config",
+            "models",
+        }
+    ),
+    # omnigent's tools over MCP: the harness's socket and the MCP server agy starts.
+    "relay": frozenset({"errors", "rpc", "agy"}),
+    "session": frozenset(
+        {
+            "errors",
+            "rpc",
+            "agy",
+            "reading",
+            "interactions",
+            "hookspecs",
+            "plugins",
+            "config",
+            "models",
+            "doctor",
+            "relay",
+        }
+    ),
+    # `omnigent-agy probe`: agy started as the plugin starts it, read as the plugin reads it.
+    "probe": frozenset(
+        {
+            "errors",
+            "rpc",
+            "agy",
+            "reading",
+            "interactions",
+            "hookspecs",
+            "plugins",
+            "config",
+            "models",
+            "doctor",
+        }
+    ),
+    "cli": frozenset(
+        {
+            "errors",
+            "rpc",
+            "agy",
+            "reading",
+            "interactions",
+            "hookspecs",
+            "plugins",
+            "config",
+            "models",
+            "doctor",
             "relay",
             "session",
             "probe",
-            "cli",
         }
     ),
+    # The core's face (omnigent_agy/__init__.py): the names a host needs, loaded lazily.
+    "face": frozenset(
+        {
+            "errors",
+            "rpc",
+            "agy",
+            "reading",
+            "interactions",
+            "hookspecs",
+            "plugins",
+            "config",
+            "models",
+            "doctor",
+            "relay",
+            "session",
+            "probe",
+        }
+    ),
+    # The omnigent adapter sits on top and sees the core only through its face.
+    "adapter": frozenset({"face", "errors", "hookspecs", "plugins"}),
     # The tooling (agy-sim/), which no layer of the plugin imports, and which imports none of
     # it. The fake agy has its own wire codec and errors: a simulator built from the client's
     # own code would agree with the client's mistakes. omnigent's stack on loopback and the
@@ -85,7 +154,10 @@ def layer_of_path(path: Path) -> str:
         return "simulator"
     rel = path.relative_to(CORE)
     if len(rel.parts) == 1:
-        return "cli" if rel.stem == "cli" else "root"
+        # The package's face, a top-level layer (errors, hookspecs, plugins), or constants.
+        if rel.name == "__init__.py":
+            return "face"
+        return rel.stem if rel.stem in ALLOWED else "root"
     return rel.parts[0]
 
 
@@ -99,9 +171,7 @@ def layer_of_module(module: str) -> str | None:
     if parts[0] != "omnigent_agy":
         return None
     if len(parts) == 1:
-        return "root"
-    if parts[1] == "cli":
-        return "cli"
+        return "face"
     return parts[1] if parts[1] in ALLOWED else "root"
 
 
@@ -118,11 +188,15 @@ def imports_of(path: Path, package: str) -> list[Import]:
                 module = ".".join([*base, node.module] if node.module else base)
             else:
                 module = node.module or ""
-            # `from omnigent_agy import reading` imports a layer by its package name.
+            # `from omnigent_agy import reading` imports a layer by its package name;
+            # `from omnigent_agy import AgySession`, a name of the package's face.
             if module == "omnigent_agy":
-                found.extend(
-                    Import(f"omnigent_agy.{alias.name}", node.lineno) for alias in node.names
-                )
+                for alias in node.names:
+                    sub = CORE / alias.name
+                    if alias.name in ALLOWED or sub.is_dir() or sub.with_suffix(".py").is_file():
+                        found.append(Import(f"omnigent_agy.{alias.name}", node.lineno))
+                    else:
+                        found.append(Import("omnigent_agy", node.lineno, (alias.name,)))
             else:
                 names = tuple(alias.name for alias in node.names)
                 found.append(Import(module, node.lineno, names))
@@ -160,7 +234,7 @@ def violations(path: Path) -> list[str]:
         if target is None or target in {own, "root"}:
             continue
         if own == "root":
-            problems.append(f"{where}: the package root holds constants and imports no layer")
+            problems.append(f"{where}: constants.py holds constants and imports no layer")
         elif target not in allowed:
             problems.append(f"{where}: layer {own!r} may import only {sorted(allowed)}")
     return problems
@@ -181,7 +255,12 @@ def import_circles(paths: list[Path]) -> list[list[str]]:
     graph: dict[str, set[str]] = {module_of(path): set() for path in paths}
     for path in paths:
         for imp in imports_of(path, package_of(path)):
-            targets = [imp.module, *(f"{imp.module}.{name}" for name in imp.names)]
+            # `from pkg import module` ties to the module, as `from pkg.module import x`
+            # does; a name of pkg's own ties to pkg.
+            subs = [f"{imp.module}.{name}" for name in imp.names]
+            if not (subs and all(sub in graph for sub in subs)):
+                subs = [imp.module, *subs]
+            targets = subs
             graph[module_of(path)].update(t for t in targets if t in graph)
     circles: list[list[str]] = []
     done: set[str] = set()
@@ -204,7 +283,7 @@ def import_circles(paths: list[Path]) -> list[list[str]]:
 def test_no_module_imports_itself_through_others() -> None:
     # Modules in a circle can be neither read nor loaded apart; agy-sim had two
     # (__main__ <-> process through SimOptions, engine <-> handlers), the plugin one
-    # (interactions.hooks <-> hookspecs, type-only, cut by hooktypes).
+    # (the hooks' caller <-> their specification, type-only, cut by one module of both).
     tooling = [path for path in modules() if path.is_relative_to(SIMULATOR)]
     plugin = [path for path in modules() if not path.is_relative_to(SIMULATOR.parent)]
     for paths in (tooling, plugin):
@@ -228,7 +307,8 @@ def test_the_circle_check_finds_a_type_only_circle(tmp_path: Path) -> None:
 
 def test_every_layer_is_a_documented_package() -> None:
     folders = {p.name for p in CORE.iterdir() if (p / "__init__.py").is_file()}
-    assert folders == set(ALLOWED) - {"adapter"} - TOOLING
+    top = {p.stem for p in CORE.glob("*.py")} & set(ALLOWED)
+    assert folders == set(ALLOWED) - {"adapter", "face"} - TOOLING - top
     packages = [CORE / name for name in folders] + [SIMULATOR, STACK]
     for package in packages:
         where = package.relative_to(REPO_ROOT) / "__init__.py"
@@ -240,7 +320,8 @@ def test_every_layer_is_a_documented_package() -> None:
 def test_the_ground_floor_imports_the_standard_library_only() -> None:
     for name in sorted(GROUND):
         path = CORE / f"{name}.py"
-        assert layer_of_path(path) == "root", f"{name} must sit at the package's top"
+        assert layer_of_path(path) == name, f"{name} must sit at the package's top"
+        assert ALLOWED[name] == frozenset(), f"{name} is the ground floor: it imports no layer"
         foreign = {
             imp.module
             for imp in imports_of(path, "omnigent_agy")
@@ -256,13 +337,13 @@ def test_no_layer_of_the_plugin_may_import_the_tooling() -> None:
 @pytest.mark.parametrize(
     ("source", "module", "expected"),
     [
-        ("reading/mapper.py", "from omnigent_agy.session.turns import TurnResult\n", True),
+        ("reading/mapper.py", "from omnigent_agy.session.turn_results import TurnResult\n", True),
         ("reading/mapper.py", "from omnigent_agy.rpc import wire\n", False),
         ("reading/mapper.py", "from omnigent_agy import errors\n", False),
         ("relay/mcp_server.py", "from omnigent_agy.errors import RelayError\n", False),
         ("errors.py", "from omnigent_agy.errors import Failure\n", False),
         ("errors.py", "from omnigent_agy.rpc.wire import Code\n", True),
-        ("errors.py", "from omnigent_agy.onboarding.config import KEY\n", True),
+        ("errors.py", "from omnigent_agy.config.settings import KEY\n", True),
         ("rpc/wire.py", "from omnigent_agy import reading\n", True),
         ("rpc/wire.py", "import omnigent.inner.executor\n", True),
         ("agy_sim/server.py", "from omnigent_agy.reading.steps import Question\n", True),
@@ -272,7 +353,7 @@ def test_no_layer_of_the_plugin_may_import_the_tooling() -> None:
         ("agy_sim/stack/demo.py", "from .rest import choose\n", False),
         ("agy_sim/stack/demo.py", "from agy_sim.scenarios import choose\n", True),
         ("agy_sim/stack/demo.py", "from ..scenarios import choose\n", True),
-        ("session/turns.py", "from agy_sim.stack import rest\n", True),
+        ("session/turn_results.py", "from agy_sim.stack import rest\n", True),
         ("cli/demo.py", "import agy_sim\n", True),
         ("interactions/gates.py", "from ..reading import steps\n", False),
         ("interactions/gates.py", "from ..session import turns\n", True),

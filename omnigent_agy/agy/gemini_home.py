@@ -106,7 +106,7 @@ class GeminiSeed:
     """The person's gemini dir (``~/.gemini``)."""
     trusted_workspace: Path | None = None
     """The path agy is started in, written to ``trustedWorkspaces`` exactly as agy compares
-    it (docs/wire.md §9): set only once the person trusts the workspace (``agy.trust``)."""
+    it (docs/wire.md §9): set only once the person trusts the workspace (``agy.trust_store``)."""
     mcp_selection: McpSelection = field(default_factory=McpSelection)
     extra_mcp_servers: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     """Servers of the plugin's own (omnigent's tool relay), added beside the person's."""

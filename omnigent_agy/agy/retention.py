@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Final
 
 from omnigent_agy.agy.keep import KeepPolicy, format_duration, lifecycle_lock, read_activity
-from omnigent_agy.agy.running import now, owner_uid, recorded, stop_running
+from omnigent_agy.agy.running_agys import now, owner_uid, recorded, stop_running
 from omnigent_agy.agy.statedir import SessionStateDir, default_state_base, write_private_file
 from omnigent_agy.agy.workspace import remove_link
 from omnigent_agy.errors import StateDirError

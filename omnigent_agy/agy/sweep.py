@@ -42,7 +42,7 @@ import psutil
 
 from omnigent_agy.agy.keep import KeepPolicy, format_duration, lifecycle_lock, read_activity
 from omnigent_agy.agy.retention import forget_due
-from omnigent_agy.agy.running import RunningAgy, list_running, now, stop_running
+from omnigent_agy.agy.running_agys import RunningAgy, list_running, now, stop_running
 from omnigent_agy.agy.statedir import default_state_base
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.watchers import Watcher, describe_watchers, watchers

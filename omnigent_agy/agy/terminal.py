@@ -39,9 +39,9 @@ import libtmux
 import psutil
 from libtmux.exc import LibTmuxException
 
-from omnigent_agy import TMUX_SOCKET, TMUX_TMPDIR_ENV
 from omnigent_agy.agy.tmux_text import exact_target, format_literal, tmux_argument, typeable
 from omnigent_agy.agy.trampoline import LaunchFile, trampoline_argv, write_launch_file
+from omnigent_agy.constants import TMUX_SOCKET, TMUX_TMPDIR_ENV
 from omnigent_agy.errors import TerminalError
 
 __all__ = [

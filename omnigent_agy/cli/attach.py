@@ -7,7 +7,7 @@ import os
 import sys
 
 from omnigent_agy.cli.common import EXIT_USAGE, Subparsers, add_described, config_path
-from omnigent_agy.onboarding.config import load_config
+from omnigent_agy.config.settings import load_config
 
 ATTACH_DESCRIPTION = """\
 Show a conversation's agy, its own screen (agy's TUI), in this terminal: the `agy` terminal
@@ -18,8 +18,9 @@ this view (docs/in-omnigent.md)."""
 
 
 def _attach(args: argparse.Namespace) -> int:
-    from omnigent_agy import TMUX_SOCKET, TMUX_SOCKET_ENV  # noqa: PLC0415 - as for ps
-    from omnigent_agy.agy import attach, watchers  # noqa: PLC0415
+    from omnigent_agy.agy import tmux_attach as attach  # noqa: PLC0415
+    from omnigent_agy.agy import watchers  # noqa: PLC0415
+    from omnigent_agy.constants import TMUX_SOCKET, TMUX_SOCKET_ENV  # noqa: PLC0415 - as for ps
 
     conversation = args.session or os.environ.get(watchers.TERMINAL_SESSION_ENV, "").strip()
     if not conversation:

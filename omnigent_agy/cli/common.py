@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.onboarding.config import default_config_path
+from omnigent_agy.config.settings import default_config_path
 
 EXIT_OK = 0
 EXIT_FAILED = 1

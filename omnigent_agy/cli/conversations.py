@@ -1,5 +1,5 @@
 """``omnigent-agy conversations [open ID]``: the person's own agy conversations, and going
-on with one in omnigent (onboarding/own_conversations.py)."""
+on with one in omnigent (cli/own_conversations.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import os
 from pathlib import Path
 
 from omnigent_agy.cli.common import Subparsers, config_path, report
-from omnigent_agy.onboarding.config import load_config, read_config_file
+from omnigent_agy.config.settings import load_config, read_config_file
 
 
 def _server(args: argparse.Namespace) -> str:
     """--server, else the `server` key of omnigent's config, else omnigent's local server."""
-    from omnigent_agy.onboarding.omnigent_api import DEFAULT_SERVER  # noqa: PLC0415 - httpx
+    from omnigent_agy.cli.omnigent_api import DEFAULT_SERVER  # noqa: PLC0415 - httpx
 
     if args.server:
         return str(args.server)
@@ -26,7 +26,7 @@ def _server(args: argparse.Namespace) -> str:
 
 
 def _conversations(args: argparse.Namespace) -> int:
-    from omnigent_agy.onboarding import own_conversations as own  # noqa: PLC0415 - httpx
+    from omnigent_agy.cli import own_conversations as own  # noqa: PLC0415 - httpx
 
     config = load_config(config_path(args))
     if args.action is None:

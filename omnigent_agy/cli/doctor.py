@@ -11,7 +11,7 @@ from omnigent_agy.cli.common import Subparsers, config_path
 
 def _doctor(args: argparse.Namespace) -> int:
     # Imported here: the other commands need not load the launcher and httpx.
-    from omnigent_agy.onboarding import doctor  # noqa: PLC0415
+    from omnigent_agy.doctor import checkup as doctor  # noqa: PLC0415
 
     workspace = Path(args.workspace).expanduser().absolute() if args.workspace else Path.cwd()
     results = doctor.doctor_report(

@@ -8,14 +8,14 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from omnigent_agy import ENV_PATH, KEY
 from omnigent_agy.cli.common import EXIT_OK, Subparsers, config_path
+from omnigent_agy.config.config_file import set_enabled
+from omnigent_agy.config.executable import resolve_executable
+from omnigent_agy.config.settings import ENV_ENABLED, AgyConfig, load_config
+from omnigent_agy.constants import ENV_PATH, KEY
 from omnigent_agy.errors import AgyNotFoundError
-from omnigent_agy.interactions.hooks import get_plugin_manager, model_aliases
-from omnigent_agy.onboarding.catalog import FAMILY_ALIASES
-from omnigent_agy.onboarding.config import ENV_ENABLED, AgyConfig, load_config
-from omnigent_agy.onboarding.config_file import set_enabled
-from omnigent_agy.onboarding.executable import resolve_executable
+from omnigent_agy.models.catalog import FAMILY_ALIASES
+from omnigent_agy.plugins import get_plugin_manager, model_aliases
 
 AGENT_PACKAGE = "omnigent.community.harness.agy"
 # An agent folder, not a single-file YAML: omnigent 0.19 keeps an agent's `description:` (the
@@ -30,8 +30,8 @@ def agent_folder_path() -> Path:
 
 def registered_agent_folder() -> Path:
     """The agent folder to register: the shipped one with this install's absolute path of
-    `omnigent-agy` in its `agy` terminal (onboarding/agent.py), written out now."""
-    from omnigent_agy.onboarding.agent import render_agent_folder  # noqa: PLC0415
+    `omnigent-agy` in its `agy` terminal (config/agent_folder.py), written out now."""
+    from omnigent_agy.config.agent_folder import render_agent_folder  # noqa: PLC0415
 
     return render_agent_folder(agent_folder_path())
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from omnigent_agy.cli.common import Subparsers, add_described, config_path
-from omnigent_agy.onboarding.config import load_config
+from omnigent_agy.config.settings import load_config
 
 PROBE_DESCRIPTION = """\
 Check your own agy against every wire fact omnigent-agy relies on (docs/probe.md): agy's

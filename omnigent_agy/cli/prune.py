@@ -8,8 +8,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from omnigent_agy.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Subparsers, config_path
+from omnigent_agy.config.settings import load_config, parse_duration
 from omnigent_agy.errors import AgyError, ConfigError
-from omnigent_agy.onboarding.config import load_config, parse_duration
 
 if TYPE_CHECKING:
     from omnigent_agy.agy.keep import KeepPolicy
@@ -86,7 +86,7 @@ def _say_failed(state: KeptConversation, exc: BaseException) -> None:
 def _prune(args: argparse.Namespace) -> int:
     # Imported here, as for ps: psutil and libtmux.
     from omnigent_agy.agy.retention import conversations, size  # noqa: PLC0415
-    from omnigent_agy.agy.running import now  # noqa: PLC0415
+    from omnigent_agy.agy.running_agys import now  # noqa: PLC0415
 
     if args.conversation and (args.all or args.older_than):
         print("omnigent-agy: name conversations, or --all, or --older-than", file=sys.stderr)

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from omnigent_agy.cli.common import EXIT_FAILED, EXIT_USAGE, Subparsers, config_path
-from omnigent_agy.onboarding.config import load_config
+from omnigent_agy.config.settings import load_config
 
 if TYPE_CHECKING:
     from omnigent_agy.agy.keep import KeepPolicy
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 def _ps(args: argparse.Namespace) -> int:
     # Imported here, as for doctor: psutil, libtmux and httpx.
-    from omnigent_agy.agy import retention, running, sweep  # noqa: PLC0415
+    from omnigent_agy.agy import retention, sweep  # noqa: PLC0415
+    from omnigent_agy.agy import running_agys as running  # noqa: PLC0415
     from omnigent_agy.agy.keep import format_duration  # noqa: PLC0415
 
     policy = load_config(config_path(args)).keep
@@ -65,7 +66,7 @@ def _state_line(state: KeptConversation | None, policy: KeepPolicy, moment: floa
 
 def _print_quota() -> None:
     """The account's plan and quota, asked of one of the running agys (they share it)."""
-    from omnigent_agy.onboarding import quota  # noqa: PLC0415 - as for ps
+    from omnigent_agy.doctor import quota_report as quota  # noqa: PLC0415 - as for ps
 
     asked = asyncio.run(quota.ask_running_agy())
     if asked is None:
@@ -86,7 +87,8 @@ def add_ps(subparsers: Subparsers) -> None:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from omnigent_agy.agy import running, sweep  # noqa: PLC0415 - as for ps
+    from omnigent_agy.agy import running_agys as running  # noqa: PLC0415 - as for ps
+    from omnigent_agy.agy import sweep  # noqa: PLC0415
 
     if args.idle:
         if args.all or args.conversation:

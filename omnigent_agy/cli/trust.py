@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from omnigent_agy.cli.common import EXIT_USAGE, Subparsers, config_path, report
-from omnigent_agy.onboarding.config import load_config
+from omnigent_agy.config.settings import load_config
 
 
 def _trust(args: argparse.Namespace) -> int:
-    from omnigent_agy.onboarding import trust_command  # noqa: PLC0415 - as for doctor
+    from omnigent_agy.cli import trust_command  # noqa: PLC0415 - as for doctor
 
     config = load_config(config_path(args))
     env = os.environ

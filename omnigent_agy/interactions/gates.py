@@ -27,8 +27,7 @@ from omnigent_agy.interactions.prompts import (
     QuestionForm,
 )
 from omnigent_agy.reading.events import InteractionRequested
-from omnigent_agy.reading.mapper import map_step
-from omnigent_agy.reading.mapper_state import MapperState
+from omnigent_agy.reading.mapper import MapperState, map_step
 from omnigent_agy.reading.steps import (
     InteractionKind,
     JsonObject,

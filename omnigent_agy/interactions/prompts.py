@@ -3,7 +3,7 @@
 The bridge (`omnigent_agy.interactions.bridge`) turns agy's WAITING steps (docs/wire.md §6) into
 calls on a `HostPrompts`: first the host's own policy, then — when nothing decided automatically — a
 card or a form for the person. Everything here is host-agnostic; the omnigent implementation
-is `omnigent.community.harness.agy.prompts.OmnigentPrompts`.
+is `omnigent.community.harness.agy.omnigent_prompts.OmnigentPrompts`.
 
 Answers are plain values. A method returning ``None`` means the person closed the prompt
 without answering (which ends the turn); a *deny* is an answer, delivered to agy, after which

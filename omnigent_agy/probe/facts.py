@@ -107,7 +107,7 @@ FIELDS: tuple[WireField, ...] = (
     *_rows(
         Seen.MODELS,
         "§3",
-        "onboarding/catalog.py",
+        "models/catalog.py",
         "response.models.*.model|models.*.model",
         "response.models.*.displayName|models.*.displayName",
         "?response.models.*.recommended",
@@ -146,12 +146,12 @@ FIELDS: tuple[WireField, ...] = (
     *_rows(Seen.START, "§3", "rpc/client.py", "cascadeId"),
     *_rows(Seen.FORCE_STOP, "§3", "rpc/client.py", "?stoppedConversationIds"),
     *_rows(Seen.STEPS, "§3", "rpc/client.py", "steps"),
-    *_rows(Seen.ERROR, "§1, §2", "rpc/translate.py, rpc/wire.py", "?code", "message"),
-    *_rows(Seen.FRAME, "§3, §4", "reading/follower.py", "update.conversationId", "update.status"),
+    *_rows(Seen.ERROR, "§1, §2", "rpc/error_boundary.py, rpc/wire.py", "?code", "message"),
+    *_rows(Seen.FRAME, "§3, §4", "reading/reader.py", "update.conversationId", "update.status"),
     *_rows(
         Seen.FRAME_STEPS,
         "§3, §4",
-        "reading/follower.py",
+        "reading/reader.py",
         "update.mainTrajectoryUpdate.stepsUpdate.indices",
         "update.mainTrajectoryUpdate.stepsUpdate.steps",
         "?update.mainTrajectoryUpdate.stepsUpdate.totalLength",
@@ -217,7 +217,7 @@ FIELDS: tuple[WireField, ...] = (
     *_rows(
         Seen.COMMAND_ALLOWED,
         "§5, §6",
-        "reading/tool_steps.py",
+        "reading/steps.py",
         "runCommand.combinedOutput.full|runCommand.combinedOutput.truncated",
         # Exit code 0 is left out (§3).
         "?runCommand.exitCode",
@@ -228,7 +228,7 @@ FIELDS: tuple[WireField, ...] = (
     *_rows(
         Seen.COMMAND_DENIED,
         "§6",
-        "reading/tool_steps.py",
+        "reading/steps.py",
         "runCommand.userRejected|completedInteractions[].response.permission",
     ),
     *_rows(
@@ -244,7 +244,7 @@ FIELDS: tuple[WireField, ...] = (
     *_rows(
         Seen.QUESTION_ANSWERED,
         "§6",
-        "reading/tool_steps.py",
+        "reading/steps.py",
         "?completedInteractions[].response.askQuestion.responses[].question",
         "?completedInteractions[].response.askQuestion.responses[].skipped",
         "?completedInteractions[].response.askQuestion.cancelled",
@@ -255,7 +255,7 @@ FIELDS += (
     *_rows(
         Seen.QUOTA,
         "§9",
-        "rpc/quota.py",
+        "models/quota.py",
         "response.groups[].displayName",
         "response.groups[].buckets[].window",
         # A share of 0 is left out (§3): nothing left.
@@ -265,7 +265,7 @@ FIELDS += (
     *_rows(
         Seen.USER_STATUS,
         "§9",
-        "rpc/quota.py",
+        "models/quota.py",
         "userStatus.planStatus.planInfo.planName|userStatus.planStatus.planInfo.teamsTier",
     ),
 )
@@ -274,6 +274,11 @@ FIELDS += (
 _SENT = "sent in requests, checked by agy taking the call: "
 _NO_TURN_SHOWS = "no probe turn makes agy write it: "
 ELSEWHERE: Final[Mapping[str, str]] = {
+    # The reader's own durable cursor (its JSON, not agy's), read in the wire-reading
+    # modules that also export and restore it.
+    "ended": "the reader's durable cursor: whether the turn in it ended",
+    "usage": "the reader's durable cursor: the turn's usage so far",
+    "gate_retries": "the reader's durable cursor: the mapper's gate retries",
     # Requests the probe sends the plugin's way; agy taking them is the check.
     "cascadeConfig": _SENT + "SendUserCascadeMessage (§3)",
     "deliveryStrategy": "steering a running turn (§3): the probe steers none",

@@ -25,8 +25,8 @@ from omnigent_agy.interactions.gates import (
 )
 from omnigent_agy.interactions.prompts import QuestionAnswer, QuestionAnswers, QuestionForm
 from omnigent_agy.probe.facts import FactVerdict, Finding, Seen
+from omnigent_agy.probe.probe_turns import ProbeExchange, turn_wait
 from omnigent_agy.probe.turn_checks import Context, TurnPlan, after_turn, find
-from omnigent_agy.probe.turns import ProbeExchange, turn_wait
 from omnigent_agy.reading.events import ToolCallFinished, ToolOutcome
 from omnigent_agy.reading.steps import (
     InteractionKind,

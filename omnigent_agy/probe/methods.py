@@ -13,19 +13,19 @@ import uuid
 from dataclasses import dataclass
 
 from omnigent_agy.errors import AgyError, RpcError
-from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel
+from omnigent_agy.models.catalog import ModelCatalog, ResolvedModel
+from omnigent_agy.models.quota import (
+    QUOTA_METHOD,
+    USER_STATUS_METHOD,
+    parse_quota_summary,
+    parse_user_status,
+)
 from omnigent_agy.probe.facts import FactVerdict, Finding, Seen
 from omnigent_agy.probe.observations import Observations
 from omnigent_agy.probe.transport import raw_call
 from omnigent_agy.reading.rotation import root_cascades, tui_cascade
 from omnigent_agy.reading.steps import obj
 from omnigent_agy.rpc.client import RpcClient
-from omnigent_agy.rpc.quota import (
-    QUOTA_METHOD,
-    USER_STATUS_METHOD,
-    parse_quota_summary,
-    parse_user_status,
-)
 
 __all__ = [
     "Catalog",
@@ -199,7 +199,7 @@ async def check_retired(client: RpcClient) -> Finding:
 
 async def check_quota(client: RpcClient, observations: Observations) -> list[Finding]:
     """RetrieveUserQuotaSummary and GetUserStatus (§9, public reports), read by the plugin's
-    own parsers (`rpc.quota`: doctor and ps show them); absent, the plugin says quota unknown."""
+    own parsers (`models.quota`: doctor and ps show them); absent, the plugin says quota unknown."""
     findings = []
     expected = "groups with a 5h and a weekly window each (§9)"
     fact = f"quota: {QUOTA_METHOD}"

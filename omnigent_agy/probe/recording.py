@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from omnigent_agy.errors import RecordingLeakError, RpcError
 from omnigent_agy.probe.facts import Finding
-from omnigent_agy.probe.held import account_values
+from omnigent_agy.probe.held_values import account_values
 from omnigent_agy.probe.redact import Redactor, account_shape, leaks
 from omnigent_agy.reading.steps import obj, step_status
 

@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from omnigent_agy.agy.gemini_home import person_gemini_dir
+from omnigent_agy.config.agy_versions import TESTED_TEXT
+from omnigent_agy.config.executable import resolve_executable
+from omnigent_agy.config.settings import AgyConfig
+from omnigent_agy.doctor.checks import DoctorLine, Status, read_agy_version
 from omnigent_agy.errors import (
     AgyError,
     AgyNotFoundError,
@@ -26,17 +30,14 @@ from omnigent_agy.errors import (
     RecordingLeakError,
     RpcError,
 )
-from omnigent_agy.onboarding.agy_versions import TESTED_TEXT
-from omnigent_agy.onboarding.checks import DoctorLine, Status, read_agy_version
-from omnigent_agy.onboarding.config import AgyConfig
-from omnigent_agy.onboarding.executable import resolve_executable
 from omnigent_agy.probe import extras, identity, methods, transport, unconfirmed
 from omnigent_agy.probe.changelog import read_changelog
 from omnigent_agy.probe.facts import FactVerdict, Finding, Seen
 from omnigent_agy.probe.gate_checks import check_command, check_deny, check_question
-from omnigent_agy.probe.held import held_values
+from omnigent_agy.probe.held_values import held_values
 from omnigent_agy.probe.hidden import check_hidden_workspace
 from omnigent_agy.probe.observations import Observations
+from omnigent_agy.probe.probe_turns import ProbeCascade, RecordingClient
 from omnigent_agy.probe.recording import Recorder
 from omnigent_agy.probe.redact import Redactor
 from omnigent_agy.probe.scratch import ProbeAgy, Scratch, Started
@@ -49,7 +50,6 @@ from omnigent_agy.probe.turn_checks import (
     check_plain,
     stream_start,
 )
-from omnigent_agy.probe.turns import ProbeCascade, RecordingClient
 
 __all__ = ["ProbeReport", "ProbeSettings", "run_probe"]
 

@@ -3,7 +3,7 @@
 A scratch folder of the probe's (removed at the end) holds a workspace whose path has no dot
 in it (agy drops a workspace in a hidden folder, docs/wire.md §9) and agy's private state: a
 ``--gemini_dir`` seeded from the person's own ``~/.gemini`` exactly as a conversation's is
-(`agy.gemini_home`, docs/wire.md §1b), checked as agy will see it (`onboarding.agy_home`),
+(`agy.gemini_home`, docs/wire.md §1b), checked as agy will see it (`doctor.gemini_checks`),
 and agy started by the plugin's launcher (a fresh CSRF token, ``--log-file``, tmux), on a tmux
 server of the probe's own that goes with it.
 """
@@ -24,10 +24,10 @@ from omnigent_agy.agy.launcher import AgyLaunchSpec, launch_agy
 from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
+from omnigent_agy.config.settings import AgyConfig
+from omnigent_agy.doctor.checks import DoctorLine
+from omnigent_agy.doctor.gemini_checks import check_gemini_dir, gemini_seed
 from omnigent_agy.errors import ProbeError
-from omnigent_agy.onboarding.agy_home import check_gemini_dir, gemini_seed
-from omnigent_agy.onboarding.checks import DoctorLine
-from omnigent_agy.onboarding.config import AgyConfig
 from omnigent_agy.probe.facts import Finding
 from omnigent_agy.probe.transport import check_tls
 from omnigent_agy.rpc.agy_log import LogWatcher

@@ -19,10 +19,9 @@ from typing import Any, Final
 from omnigent_agy.errors import RpcError
 from omnigent_agy.interactions.gates import Gate, gates_in, permission_payload
 from omnigent_agy.probe.facts import FactVerdict, Finding
+from omnigent_agy.probe.probe_turns import ProbeExchange, turn_wait
 from omnigent_agy.probe.turn_checks import Context, TurnPlan, after_turn, find
-from omnigent_agy.probe.turns import ProbeExchange, turn_wait
-from omnigent_agy.reading.steps import StepType, step_type
-from omnigent_agy.reading.tool_steps import subagent_children
+from omnigent_agy.reading.steps import StepType, step_type, subagent_children
 
 __all__ = ["check_subagent_gate"]
 

@@ -17,7 +17,7 @@ from omnigent_agy.errors import RpcError
 from omnigent_agy.interactions.gates import ANSWER_FIELDS, REFUSALS, gates_in
 from omnigent_agy.probe.facts import FactVerdict, Finding, Seen
 from omnigent_agy.probe.observations import Observations
-from omnigent_agy.probe.turns import ProbeCascade, ProbeExchange, turn_wait
+from omnigent_agy.probe.probe_turns import ProbeCascade, ProbeExchange, turn_wait
 from omnigent_agy.reading.events import (
     AssistantMessage,
     TextDelta,

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from omnigent_agy.reading.mapper_state import MapperState
+from omnigent_agy.reading.mapper import MapperState
 
 _logger = logging.getLogger(__name__)
 _VERSION = 1

@@ -24,8 +24,8 @@ from omnigent_agy.reading.steps import (
     ModelUsage,
     RequestedInteraction,
     StepKey,
+    ToolOutcome,
 )
-from omnigent_agy.reading.tool_steps import ToolOutcome
 
 __all__ = [
     "AssistantMessage",

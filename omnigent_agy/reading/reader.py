@@ -20,9 +20,27 @@ one owner: docs/decisions.md §10). It follows one conversation:
   followed deliberately, rotated in the session's `Whereabouts` (the one owner of where the
   conversation is, which the rest of the session asks) and reported with `ConversationRotated`.
 
-What a frame or a poll brought is applied by `follower.Follower` (events, the turn's end, the
+What a frame or a poll brought is applied by its `Follower` (below: events, the turn's end, the
 durable cursor). Everything is published to an `EventSink`; `stop()` is prompt and leaves no
 thread or socket.
+
+Applying what agy says about the followed cascade: steps → events, the turn's end, the cursor.
+
+`Follower` owns the `Following` of one cascade at a time and everything that happens to it
+once agy's answer is in hand, whether a stream frame or a poll brought it: the mapper turns
+the new part of each step into events (dropping anything already committed), the turn's usage
+is summed, `TurnEnded` is published once the cascade is IDLE with every step settled after a
+USER_INPUT (IDLE really means the turn is over: agy stays RUNNING while a gate is open,
+docs/wire.md §4), and the durable cursor is saved once per batch, only when something durable
+changed (a step committed, a gate opened or closed, a tool started, the turn ended). It does no
+I/O with agy: `reader` fetches, this applies.
+
+What the reader says and knows: its own events, its settings, and the cascade it follows.
+
+The reader publishes the mapper's events plus the few of its own defined here (`TurnEnded`,
+`ConversationRotated`, `ReaderModeChanged`, `ReaderFailed`). `Following` is everything it knows
+about the cascade it follows; `TurnProgress` (saved with the durable cursor) the turn in
+progress, so a restarted reader still reports that turn's end.
 """
 
 from __future__ import annotations
@@ -30,41 +48,346 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import random
 import threading
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from omnigent_agy.errors import AgyError, AgyExitedError, CsrfError, RpcError, StreamStalled
 from omnigent_agy.reading.cursor import CursorStore
-from omnigent_agy.reading.follower import Follower
-from omnigent_agy.reading.reader_state import (
-    ConversationRotated,
-    ReaderEvent,
-    ReaderFailed,
-    ReaderModeChanged,
-    ReaderSettings,
-    TurnEnded,
+from omnigent_agy.reading.events import (
+    Event,
+    ReasoningDelta,
+    SubAgentEvent,
+    TextDelta,
+    TurnBoundary,
+    UsageReported,
 )
+from omnigent_agy.reading.mapper import MapperState, map_step
 from omnigent_agy.reading.rotation import RotationWatch
 from omnigent_agy.reading.sink import EventSink
-from omnigent_agy.reading.steps import obj
+from omnigent_agy.reading.steps import ModelUsage, StepKey, is_settled, obj, step_key, step_status
 from omnigent_agy.rpc.client import RpcClient
 from omnigent_agy.rpc.endpoint import AgyEndpoint, never_sent
+from omnigent_agy.rpc.lazyjson import LazyArray
 from omnigent_agy.rpc.whereabouts import Whereabouts
 
 __all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "IDLE",
     "CascadeReader",
     "ConversationRotated",
+    "Follower",
+    "Following",
     "ReaderEvent",
     "ReaderFailed",
     "ReaderModeChanged",
     "ReaderSettings",
     "TurnEnded",
+    "TurnProgress",
 ]
 
-_logger = logging.getLogger(__name__)
+
+_logger = logging.getLogger("omnigent_agy.reading.reader")
+
+
+# --- what the reader itself publishes, besides the mapper's events ---------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    """The cascade went IDLE with every step settled after the user input `boundary`."""
+
+    cascade_id: str
+    boundary: StepKey
+    usage: ModelUsage | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRotated:
+    """agy started a new root cascade (`/clear` in its TUI); the reader now follows it."""
+
+    old_cascade_id: str
+    new_cascade_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderModeChanged:
+    """Streaming ↔ polling, with the reason (for logs and diagnostics, not for the user)."""
+
+    mode: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderFailed:
+    """The reader cannot go on (agy rejects our CSRF token, agy's process is gone); it has
+    stopped."""
+
+    error: AgyError
+
+
+type ReaderEvent = Event | TurnEnded | ConversationRotated | ReaderModeChanged | ReaderFailed
+
+
+DEFAULT_IDLE_TIMEOUT: Final = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderSettings:
+    """Timings of the reader; tests shorten them, nothing else needs to."""
+
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    """Seconds without a frame before the reader polls, checks rotation and re-opens."""
+    poll_interval: float = 0.5
+    """Seconds between polls while the stream is broken."""
+    reconnect_initial: float = 0.2
+    reconnect_max: float = 5.0
+    rpc_timeout: float = 10.0
+
+
+@dataclass(slots=True)
+class TurnProgress:
+    """The turn in progress: its user input and the usage reported since."""
+
+    boundary: StepKey | None = None
+    usage: ModelUsage | None = None
+    ended: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        if self.boundary is None:
+            return {}
+        return {
+            "trajectory_id": self.boundary.trajectory_id,
+            "step_index": self.boundary.step_index,
+            "usage": None if self.usage is None else dataclasses.asdict(self.usage),
+            "ended": self.ended,
+        }
+
+    @classmethod
+    def from_json(cls, data: object, cascade_id: str = "") -> TurnProgress:
+        """The turn saved in a cursor (a turn in progress when the last reader stopped)."""
+        if not isinstance(data, dict) or not data:
+            return cls()
+        try:
+            boundary = StepKey(cascade_id, str(data["trajectory_id"]), int(data["step_index"]))
+            usage = data.get("usage")
+            return cls(
+                boundary=boundary,
+                usage=ModelUsage(**usage) if isinstance(usage, dict) else None,
+                ended=bool(data.get("ended", True)),
+            )
+        except (KeyError, TypeError, ValueError):
+            _logger.warning("ignoring a malformed turn in the reader's cursor")
+            return cls()
+
+
+@dataclass(slots=True)
+class Following:
+    """The cascade being followed and everything known about it."""
+
+    state: MapperState
+    trajectory_id: str | None = None
+    total_length: int = 0
+    status: str | None = None
+    turn: TurnProgress = field(default_factory=TurnProgress)
+
+    @property
+    def cascade_id(self) -> str:
+        return self.state.cascade_id
+
+    def first_uncommitted(self) -> int:
+        if self.trajectory_id is None:
+            return 0
+        return self.state.first_uncommitted(self.trajectory_id)
+
+
+IDLE: Final = "CASCADE_RUN_STATUS_IDLE"
+
+
+class Follower:
+    """The cascade followed now, and what agy's frames and polls do to it."""
+
+    def __init__(
+        self,
+        *,
+        cascade_id: str,
+        sink: EventSink[ReaderEvent],
+        cursor: CursorStore | None,
+        model_names: Mapping[str, str],
+    ) -> None:
+        self._sink = sink
+        self._cursor = cursor
+        self._model_names = dict(model_names)
+        self.restored = False
+        """Whether the cascade followed now was restored from a durable cursor."""
+        self.follow = self._new_follow(cascade_id)
+
+    def switch_to(self, cascade_id: str) -> None:
+        """Save the cascade left behind and follow `cascade_id` (from its cursor, if any)."""
+        self.save_cursor()
+        self.follow = self._new_follow(cascade_id)
+
+    # --- what agy says ------------------------------------------------------------------------
+
+    def apply_frame(self, message: Mapping[str, Any]) -> bool:
+        """Apply one stream frame; True when it names another conversation than ours."""
+        # Every frame of a streamed answer comes here: the JSON shapes are tested with
+        # `type(x) is dict` / `list` first, which costs no call (docs/performance.md).
+        update = message.get("update")
+        if type(update) is not dict:
+            update = obj(update) or message
+        follow = self.follow
+        conversation = update.get("conversationId")
+        if (
+            conversation != follow.state.cascade_id
+            and conversation
+            and isinstance(conversation, str)
+        ):
+            return True
+        steps_update = update.get("mainTrajectoryUpdate")
+        if type(steps_update) is not dict:
+            steps_update = obj(steps_update)
+        steps_update = steps_update.get("stepsUpdate")
+        if type(steps_update) is not dict:
+            steps_update = obj(steps_update)
+        indices = steps_update.get("indices")
+        if type(indices) is not list:
+            indices = []
+        raw = steps_update.get("steps")
+        # A large frame's steps are a LazyArray (rpc.lazyjson): each is decoded as it is
+        # read, so they are walked once, never gathered, and the snapshot is never one tree.
+        steps = raw if type(raw) is list or isinstance(raw, LazyArray) else []
+        positioned: Iterable[tuple[object, object]]
+        if len(indices) == len(steps):
+            positioned = zip(indices, steps, strict=True)  # an index no int: taken as absent
+        else:
+            _logger.warning("a frame with %d indices for %d steps", len(indices), len(steps))
+            positioned = ((None, step) for step in steps)
+        total = steps_update.get("totalLength")
+        if isinstance(total, int) and total > follow.total_length:
+            follow.total_length = total
+        status = update.get("status")
+        if isinstance(status, str):
+            follow.status = status
+        self.apply_steps(positioned)
+        return False
+
+    def apply_poll(self, offset: int, steps: Sequence[object], status: object) -> None:
+        """Apply the steps a poll from `offset` returned and the cascade's listed status."""
+        follow = self.follow
+        if isinstance(status, str):
+            follow.status = status
+        follow.total_length = max(follow.total_length, offset + len(steps))
+        self.apply_steps([(offset + i, step) for i, step in enumerate(steps)])
+
+    def skip_history(
+        self, offset: int, steps: Sequence[Mapping[str, Any]], trajectory_id: str | None
+    ) -> None:
+        """Count the conversation as it is now as published (omnigent shows that history):
+        every step below `offset` unseen, and the settled ones of `steps` (from `offset` on).
+
+        Steps still open (a gate waiting, an answer generating) are left to be published.
+        """
+        follow = self.follow
+        if follow.trajectory_id is None:
+            follow.trajectory_id = trajectory_id or (
+                step_key(steps[0]).trajectory_id if steps else None
+            )
+        if offset and follow.trajectory_id is not None:
+            follow.state.commit_below(follow.trajectory_id, offset)
+        for index, step in enumerate(steps, offset):
+            if is_settled(step_status(step)):
+                map_step(follow.state, step, absolute_index=index)  # its events are history
+        follow.total_length = max(follow.total_length, offset + len(steps))
+        self.save_cursor()
+
+    def apply_steps(self, positioned: Iterable[tuple[object, object]]) -> None:
+        """Map and publish a batch (one frame or one poll); save the cursor once, and only
+        when something durable changed in it.
+
+        A growth frame (more text of a step still generating) changes nothing durable: a
+        crash loses at most the text streamed since the step opened, and a restarted reader
+        re-streams that one step from its start (its deltas carry offsets, so a consumer
+        splices them over what it showed). Writing on every growth frame would cost more than
+        the frame itself, and the cursor would grow with the answer.
+        """
+        follow = self.follow
+        state = follow.state
+        durable = False
+        for index, step in positioned:
+            if follow.trajectory_id is None and isinstance(step, Mapping):
+                follow.trajectory_id = step_key(step).trajectory_id or None
+            absolute = index if type(index) is int else None  # bool is no index either
+            for event in map_step(state, step, absolute_index=absolute):
+                # A delta is not durable and never ends a turn (the type test first: a frame
+                # of a growing answer is nothing but one delta).
+                if type(event) not in _DELTAS and not _is_growth(event):
+                    durable = True
+                    self._track_turn(event)
+                self._sink.publish(event)
+        # A step that commits without an event (a quiet step without usage) is not worth a
+        # write: a restart maps it again to nothing.
+        if (follow.status == IDLE and self._maybe_end_turn()) or durable:
+            self.save_cursor()
+
+    # --- the turn -----------------------------------------------------------------------------
+
+    def _track_turn(self, event: Event) -> None:
+        turn = self.follow.turn
+        if isinstance(event, TurnBoundary):
+            self.follow.turn = TurnProgress(boundary=event.key, usage=None, ended=False)
+        elif isinstance(event, UsageReported) and not turn.ended:
+            turn.usage = event.usage if turn.usage is None else turn.usage + event.usage
+
+    def _maybe_end_turn(self) -> bool:
+        """Publish the turn's end if it has come; whether it did."""
+        follow = self.follow
+        turn = follow.turn
+        if turn.ended or turn.boundary is None or follow.status != IDLE:
+            return False
+        if follow.state.open_count or follow.first_uncommitted() < follow.total_length:
+            return False  # IDLE but a step is not settled yet: the next frame or poll settles it
+        turn.ended = True
+        self._sink.publish(TurnEnded(follow.cascade_id, turn.boundary, turn.usage))
+        return True
+
+    # --- the durable cursor -------------------------------------------------------------------
+
+    def _new_follow(self, cascade_id: str) -> Following:
+        state = MapperState(cascade_id=cascade_id, model_names=self._model_names)
+        extra = self._cursor.load_into(state) if self._cursor is not None else None
+        self.restored = extra is not None
+        follow = Following(
+            state=state,
+            turn=TurnProgress.from_json(extra.get("turn") if extra else None, cascade_id),
+        )
+        trajectories = list(state.export_progress()["committed"]) if self.restored else []
+        if len(trajectories) == 1:
+            follow.trajectory_id = trajectories[0]  # so the first stream starts at the cursor
+        return follow
+
+    def save_cursor(self) -> None:
+        if self._cursor is None:
+            return
+        try:
+            self._cursor.save(self.follow.state, {"turn": self.follow.turn.to_json()})
+        except OSError as exc:
+            _logger.warning("could not save the reader's cursor: %s", exc)
+
+
+_DELTAS: Final = frozenset({TextDelta, ReasoningDelta})
+
+
+def _is_growth(event: Event) -> bool:
+    """A delta of a step still open: nothing a restarted reader could not stream again."""
+    if isinstance(event, SubAgentEvent):
+        event = event.event
+    return isinstance(event, TextDelta | ReasoningDelta)
+
 
 _FAILURES_BEFORE_LOOKING = 3  # one broken stream is no reason to run discovery
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
-from omnigent_agy import __version__
+from omnigent_agy.constants import __version__
 from omnigent_agy.errors import RelayError
 from omnigent_agy.relay import RELAY_SERVER
 from omnigent_agy.relay.harness_client import Abandon, HarnessClient

@@ -200,9 +200,9 @@ class RpcClient(RpcConnection):
         )
 
     async def retrieve_user_quota_summary(self) -> dict[str, Any]:
-        """The account's quota per model group (docs/wire.md §9; read with `rpc.quota`)."""
+        """The account's quota per model group (docs/wire.md §9; read with `models.quota`)."""
         return await self.call("RetrieveUserQuotaSummary", {}, idempotent=True)
 
     async def get_user_status(self) -> dict[str, Any]:
-        """The account and its plan (docs/wire.md §9; read with `rpc.quota`)."""
+        """The account and its plan (docs/wire.md §9; read with `models.quota`)."""
         return await self.call("GetUserStatus", {}, idempotent=True)

@@ -39,19 +39,19 @@ from typing import Any, Final, Self
 import httpx
 
 from omnigent_agy.errors import AgyError, ProtocolError, RpcError, StreamStalled
-from omnigent_agy.rpc.channel import UnaryChannel
-from omnigent_agy.rpc.heap import LARGE_FRAME_BYTES, return_freed_memory
-from omnigent_agy.rpc.loopback import ensure_loopback
-from omnigent_agy.rpc.pinning import client_context
-from omnigent_agy.rpc.retry import DEFAULT_RETRY, RetryPolicy
-from omnigent_agy.rpc.stream_transport import stream_transport
-from omnigent_agy.rpc.translate import (
+from omnigent_agy.rpc.error_boundary import (
     CONNECT_JSON,
     JSON,
     error_from_answer,
     expect_media_type,
     translate_errors,
 )
+from omnigent_agy.rpc.heap import LARGE_FRAME_BYTES, return_freed_memory
+from omnigent_agy.rpc.loopback import ensure_loopback
+from omnigent_agy.rpc.pinning import client_context
+from omnigent_agy.rpc.retry import DEFAULT_RETRY, RetryPolicy
+from omnigent_agy.rpc.stream_transport import stream_transport
+from omnigent_agy.rpc.unary_channel import UnaryChannel
 from omnigent_agy.rpc.unary_connection import Answer
 from omnigent_agy.rpc.wire import (
     DEFAULT_MAX_FRAME_BYTES,

@@ -35,7 +35,7 @@ from omnigent_agy.agy.sweep import acquire_sweeper
 from omnigent_agy.errors import AGY_EXITED, AGY_UNREACHABLE, PreflightError, RpcError, SessionError
 from omnigent_agy.interactions.bridge import InteractionBridge
 from omnigent_agy.interactions.policy import PermissionPolicy
-from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel
+from omnigent_agy.models.catalog import ModelCatalog, ResolvedModel
 from omnigent_agy.reading.events import (
     InteractionRequested,
 )
@@ -56,14 +56,14 @@ from omnigent_agy.session.kept_grants import kept_grants
 from omnigent_agy.session.model_choice import ModelChooser
 from omnigent_agy.session.quota_turn import explain_quota
 from omnigent_agy.session.send import cascade_summaries, send_once, step_count
-from omnigent_agy.session.shown import ShownLedger
+from omnigent_agy.session.shown_ledger import ShownLedger
 from omnigent_agy.session.subagents import (
     ChildProgress,
     SubAgents,
     open_subagents,
 )
 from omnigent_agy.session.turn import Turn, TurnSink
-from omnigent_agy.session.turns import AgyRestarted, ConversationLost, TurnEvent
+from omnigent_agy.session.turn_results import AgyRestarted, ConversationLost, TurnEvent
 from omnigent_agy.session.version_notice import VersionNotice
 from omnigent_agy.session.workspace_gate import admit, person_view
 

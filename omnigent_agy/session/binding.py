@@ -32,18 +32,18 @@ from pathlib import Path
 import pluggy
 import psutil
 
-from omnigent_agy import TMUX_SOCKET
 from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.keep import KeepPolicy
 from omnigent_agy.agy.launcher import AgyLaunchSpec, reattach
 from omnigent_agy.agy.process import AgyProcess
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost, process_running
-from omnigent_agy.agy.trust import WorkspaceTrust
+from omnigent_agy.agy.trust_store import WorkspaceTrust
 from omnigent_agy.agy.workspace import AgyWorkspace
+from omnigent_agy.constants import TMUX_SOCKET
 from omnigent_agy.errors import AGY_UNREACHABLE, Failure, PreflightError, RpcError, SessionError
-from omnigent_agy.interactions.hooks import model_aliases
-from omnigent_agy.onboarding.catalog import ModelCatalog
+from omnigent_agy.models.catalog import ModelCatalog
+from omnigent_agy.plugins import model_aliases
 from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.reader import CascadeReader, ReaderEvent, ReaderSettings
 from omnigent_agy.reading.rotation import tui_cascade, untouched

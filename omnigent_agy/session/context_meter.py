@@ -19,7 +19,7 @@ from typing import Final
 from omnigent_agy.errors import AgyError
 from omnigent_agy.reading.context import estimated_context
 from omnigent_agy.rpc.endpoint import FollowingClient
-from omnigent_agy.session.turns import TurnResult
+from omnigent_agy.session.turn_results import TurnResult
 
 __all__ = ["ASK_TIMEOUT", "with_context_used"]
 

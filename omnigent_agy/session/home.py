@@ -18,8 +18,8 @@ from typing import Any
 
 from omnigent_agy.agy.gemini_home import GeminiSeed, seed_gemini_dir, sync_sign_in
 from omnigent_agy.agy.statedir import SessionStateDir
+from omnigent_agy.doctor.gemini_checks import check_gemini_dir, first_failure
 from omnigent_agy.errors import Failure
-from omnigent_agy.onboarding.agy_home import check_gemini_dir, first_failure
 from omnigent_agy.relay.channel import (
     RELAY_SERVER,
     RelayChannel,

@@ -33,7 +33,7 @@ from typing import Final
 from omnigent_agy.agy.gemini_home import SETTINGS_FILE
 from omnigent_agy.agy.statedir import SessionStateDir, write_private_file
 from omnigent_agy.errors import UnknownModelError
-from omnigent_agy.onboarding.catalog import ModelCatalog, ResolvedModel
+from omnigent_agy.models.catalog import ModelCatalog, ResolvedModel
 
 __all__ = ["AppliedModel", "ModelChooser", "ModelSource", "pick_source", "settings_model"]
 

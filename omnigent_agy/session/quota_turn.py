@@ -1,9 +1,9 @@
 """A turn agy ended because the model's quota is used up: say when it resets.
 
-agy ends such a turn with an error in the model provider's words (``rpc.quota.quota_exhaustion``
+agy ends such a turn with an error in the model provider's words (``models.quota.quota_exhaustion``
 recognises them; how agy words it is a guess, docs/wire.md §9). Right then the session asks agy
 for the account's quota, so the failure can name the model group that is used up and when it
-resets (``onboarding.quota.quota_failure``); when agy's figures show quota left everywhere, the
+resets (``doctor.quota_report.quota_failure``); when agy's figures show quota left everywhere, the
 error is left as it is (a model error: calling it quota would mislead).
 """
 
@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from omnigent_agy.doctor.quota_report import quota_failure
 from omnigent_agy.errors import AgyError
-from omnigent_agy.onboarding.quota import quota_failure
+from omnigent_agy.models.quota import AccountQuota, quota_exhaustion, read_account_quota
 from omnigent_agy.rpc.endpoint import FollowingClient
-from omnigent_agy.rpc.quota import AccountQuota, quota_exhaustion, read_account_quota
-from omnigent_agy.session.turns import TurnResult
+from omnigent_agy.session.turn_results import TurnResult
 
 __all__ = ["explain_quota"]
 

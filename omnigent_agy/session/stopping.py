@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from omnigent_agy.agy.process import AgyProcess, session_name
-from omnigent_agy.agy.running import recorded, stop_running
+from omnigent_agy.agy.running_agys import recorded, stop_running
 from omnigent_agy.agy.terminal import TerminalHost
 
 __all__ = ["stop_every_agy", "stop_for_sign_in"]

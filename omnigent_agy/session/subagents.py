@@ -39,8 +39,7 @@ from omnigent_agy.reading.events import (
     ToolCallStarted,
     TurnBoundary,
 )
-from omnigent_agy.reading.mapper import map_step
-from omnigent_agy.reading.mapper_state import MapperState
+from omnigent_agy.reading.mapper import MapperState, map_step
 from omnigent_agy.reading.steps import is_settled
 from omnigent_agy.rpc.endpoint import FollowingClient
 from omnigent_agy.session.workspace_gate import WorkspaceGate, person_view

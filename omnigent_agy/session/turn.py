@@ -38,7 +38,7 @@ from omnigent_agy.session.held import BridgeFailed
 from omnigent_agy.session.history import Carried
 from omnigent_agy.session.home import AgyHome
 from omnigent_agy.session.subagents import ChildProgress, SubAgents
-from omnigent_agy.session.turns import TurnResult, TurnTally
+from omnigent_agy.session.turn_results import TurnResult, TurnTally
 
 __all__ = ["Turn", "TurnSink"]
 

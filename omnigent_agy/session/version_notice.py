@@ -1,6 +1,6 @@
 """An agy outside the tested versions, said once per conversation at its first turn.
 
-The plugin is tested with agy 1.2.x to 1.5.x (``onboarding.agy_versions``). An agy of another
+The plugin is tested with agy 1.2.x to 1.5.x (``config.agy_versions``). An agy of another
 version is run all the same (a newer one may well work), but the person is told, once per
 conversation, and what to run: ``omnigent-agy probe`` and an upgrade of the plugin.
 
@@ -26,7 +26,7 @@ from concurrent.futures import Future
 from typing import Final
 
 from omnigent_agy.agy.statedir import SessionStateDir, write_private_file
-from omnigent_agy.onboarding.agy_versions import Support, parse_version, support, untested_notice
+from omnigent_agy.config.agy_versions import Support, parse_version, support, untested_notice
 from omnigent_agy.reading.events import TextDelta
 from omnigent_agy.reading.steps import StepKey
 

@@ -8,7 +8,7 @@
   ``.agents/mcp_config.json`` makes agy start the repository's commands (§9), so agy starts
   only in a workspace the person's own agy already trusts, the operator lists, or the person
   trusts on agy's own dialog, shown as a card (:func:`admit`) and remembered
-  (`agy.trust.TrustStore`). "No, exit" ends the turn and starts nothing. The card names what
+  (`agy.trust_store.TrustStore`). "No, exit" ends the turn and starts nothing. The card names what
   would run (its MCP servers and hooks, `agy.workspace_runs`), and the person's yes covers
   only that: different contents are asked about again, naming what changed.
 """
@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from omnigent_agy.agy.statedir import SessionStateDir
-from omnigent_agy.agy.trust import TrustedBy, TrustSource, WorkspaceTrust, why_asked_again
+from omnigent_agy.agy.trust_store import TrustedBy, TrustSource, WorkspaceTrust, why_asked_again
 from omnigent_agy.agy.workspace import AgyWorkspace, prepare_workspace
 from omnigent_agy.agy.workspace_runs import WorkspaceRuns, workspace_runs
 from omnigent_agy.errors import PromptUnavailableError, WorkspaceNotTrustedError

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from adapter.test_prompts_omnigent import Host, card_text, picked, run
+from adapter.test_omnigent_prompts import Host, card_text, picked, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omnigent.community.harness.agy.cards import (

@@ -28,13 +28,13 @@ from omnigent.inner.executor import (
 
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.errors import AGY_EXITED, AGY_MODEL_UNKNOWN, AGY_NOT_INSTALLED, SessionError
-from omnigent_agy.interactions.hooks import new_plugin_manager
-from omnigent_agy.onboarding.catalog import ModelCatalog
+from omnigent_agy.models.catalog import ModelCatalog
+from omnigent_agy.plugins import new_plugin_manager
 from omnigent_agy.reading import events as ev
 from omnigent_agy.reading.steps import ModelUsage, StepKey
 from omnigent_agy.session.agy_session import PreflightError
 from omnigent_agy.session.turn import Turn
-from omnigent_agy.session.turns import AgyRestarted, TurnResult
+from omnigent_agy.session.turn_results import AgyRestarted, TurnResult
 
 
 def key(index: int) -> StepKey:
@@ -161,7 +161,7 @@ def test_the_end_of_a_turn_carries_its_text_and_usage(tmp_path: Path) -> None:
                 "total_tokens": 120,
                 "cache_read_input_tokens": 30,
                 "context_tokens": 40,
-                # The id omnigent's model catalog knows agy's model by (onboarding/model_facts).
+                # The id omnigent's model catalog knows agy's model by (models/model_facts).
                 "model": "gemini-3-pro-preview",
             },
         )

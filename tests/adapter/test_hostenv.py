@@ -18,8 +18,8 @@ from omnigent.inner.agent_env import strip_desktop_session_env
 
 import omnigent_agy
 from omnigent_agy import ENV_PATH
-from omnigent_agy.onboarding.config import ENV_ENABLED, load_config
-from omnigent_agy.onboarding.executable import resolve_executable
+from omnigent_agy.config.executable import resolve_executable
+from omnigent_agy.config.settings import ENV_ENABLED, load_config
 
 PACKAGES = [Path(plugin.__file__).parent, Path(omnigent_agy.__file__).parent]
 # Settings the plugin reads that omnigent itself passes to runners (its allow-list and the

@@ -26,13 +26,13 @@ from omnigent.onboarding.harness_readiness import harness_is_configured
 from omnigent.util.reasoning_effort import efforts_for_harness
 
 from omnigent_agy import INSTALL_HINT
-from omnigent_agy.interactions import hooks
-from omnigent_agy.interactions.hooks import HarnessRegistration, hookimpl
-from omnigent_agy.onboarding.agent import DATA_HOME_ENV
-from omnigent_agy.onboarding.checks import Status
-from omnigent_agy.onboarding.config import ENV_ENABLED
-from omnigent_agy.onboarding.config_file import set_enabled
-from omnigent_agy.onboarding.doctor import plugin_checks
+from omnigent_agy import plugins as hooks
+from omnigent_agy.config.agent_folder import DATA_HOME_ENV
+from omnigent_agy.config.config_file import set_enabled
+from omnigent_agy.config.settings import ENV_ENABLED
+from omnigent_agy.doctor.checks import Status
+from omnigent_agy.doctor.checkup import plugin_checks
+from omnigent_agy.plugins import HarnessRegistration, hookimpl
 
 AGENT_FOLDER = Path(plugin.__file__).with_name("agent")
 

@@ -2,7 +2,7 @@
 
 `omnigent-agy conversations open` makes a session whose first message goes on from one of the
 person's agy conversations: the session's state records an agy stopped on it, so the first
-turn starts agy with ``--conversation <id>`` (onboarding/own_conversations.py) and the session
+turn starts agy with ``--conversation <id>`` (cli/own_conversations.py) and the session
 shows "your next message here goes on from it". Here agy does not know that id (agy-sim, as
 a guess of agy, then starts a new conversation): the real harness app must say so in the
 turn's own text, where the person reads it, and carry the session's earlier messages to the
@@ -23,10 +23,10 @@ from harnessproc import runner_env
 from omnigent.community.harness.agy.app import create_app
 
 from agy_sim.stack.harness_server import HarnessServer, StreamedTurn
-from omnigent_agy.agy.conversations import ConversationSummary
+from omnigent_agy.agy.conversation_store import ConversationSummary
 from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
-from omnigent_agy.onboarding.own_conversations import OPENED_REASON, history_note
+from omnigent_agy.cli.own_conversations import OPENED_REASON, history_note
 from omnigent_agy.rpc.client import RpcClient
 
 pytestmark = pytest.mark.tmux

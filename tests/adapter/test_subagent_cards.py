@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from test_prompts_omnigent import CARD, COLOR, SURVEY, Host, card_text, picked, run
+from test_omnigent_prompts import CARD, COLOR, SURVEY, Host, card_text, picked, run
 
 from omnigent_agy.interactions.prompts import QuestionForm
 

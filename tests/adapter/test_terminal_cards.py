@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from adapter.test_prompts_omnigent import CHECKS, COLOR, Host, card_text, run
+from adapter.test_omnigent_prompts import CHECKS, COLOR, Host, card_text, run
 from omnigent.community.harness.agy.cards import ALLOW_ONCE, DENY, WRITE_IN
 from omnigent.community.harness.agy.terminal_cards import (
     FROM_TERMINAL,

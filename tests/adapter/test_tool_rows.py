@@ -11,8 +11,7 @@ import pytest
 from omnigent.community.harness.agy.tool_rows import AGY_TOOL_KEY, ROWS, SUBAGENT_TOOL, row
 from omnigent.policies.builtins._shell import SHELL_TOOLS
 
-from omnigent_agy.reading.steps import StepType
-from omnigent_agy.reading.tool_steps import describe_call
+from omnigent_agy.reading.steps import StepType, describe_call
 
 CODE_ACTION = Path(__file__).parents[2] / "fixtures" / "recorded_steps" / "code_action_done.json"
 

@@ -10,7 +10,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from omnigent.community.harness.agy.prompts import OmnigentPrompts
+from omnigent.community.harness.agy.omnigent_prompts import OmnigentPrompts
 from omnigent.community.harness.agy.trust_card import NO_EXIT, YES_TRUST
 from omnigent.server.schemas import ElicitationRequestParams, ElicitationResult
 

@@ -23,10 +23,10 @@ from omnigent.community.harness.agy.trust_card import trust_message, trust_param
 from rich.text import Text
 
 from omnigent_agy.agy.shown import unvisible
-from omnigent_agy.agy.trust import why_asked_again
+from omnigent_agy.agy.trust_store import why_asked_again
 from omnigent_agy.agy.workspace_runs import workspace_runs
+from omnigent_agy.cli.trust_command import runs_lines
 from omnigent_agy.interactions.prompts import TrustCard
-from omnigent_agy.onboarding.trust_command import runs_lines
 
 PIECES = [
     "#(touch PWNED)",

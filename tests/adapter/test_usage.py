@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from omnigent.community.harness.agy.usage import usage_dict
 
-from omnigent_agy.onboarding.catalog import ModelCatalog
+from omnigent_agy.models.catalog import ModelCatalog
 from omnigent_agy.reading.steps import ModelUsage
-from omnigent_agy.session.turns import TurnResult
+from omnigent_agy.session.turn_results import TurnResult
 
 CATALOG = ModelCatalog.from_response(
     {

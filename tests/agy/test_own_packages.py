@@ -18,7 +18,7 @@ from waiting import wait_until
 from omnigent_agy.agy import trampoline
 from omnigent_agy.agy.terminal import TerminalHost
 from omnigent_agy.agy.trampoline import trampoline_argv
-from omnigent_agy.onboarding.agent import attach_command
+from omnigent_agy.config.agent_folder import attach_command
 
 MODULES = (
     "omnigent_agy/__init__.py",

@@ -35,11 +35,11 @@ from omnigent_agy.agy.retention import (
     forget_due,
     record_deletion_marker,
 )
-from omnigent_agy.agy.running import recorded, stop_running
+from omnigent_agy.agy.running_agys import recorded, stop_running
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.sweep import acquire_sweeper
+from omnigent_agy.config.settings import ENV_RETENTION, load_config
 from omnigent_agy.errors import ConfigError
-from omnigent_agy.onboarding.config import ENV_RETENTION, load_config
 
 pytestmark = pytest.mark.tmux
 

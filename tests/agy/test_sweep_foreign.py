@@ -22,7 +22,7 @@ from foreign import ForeignAgy, foreign_agy
 
 from agy_sim.stack.processes import sweep as stack_sweep
 from omnigent_agy.agy.keep import KeepPolicy
-from omnigent_agy.agy.running import list_running, stop_running
+from omnigent_agy.agy.running_agys import list_running, stop_running
 from omnigent_agy.agy.statedir import AgyRecord, SessionStateDir
 from omnigent_agy.agy.sweep import survey, sweep
 

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from omnigent_agy import ENV_PATH, cli
-from omnigent_agy.interactions import hooks
-from omnigent_agy.onboarding.agent import DATA_HOME_ENV
-from omnigent_agy.onboarding.config import ENV_ENABLED
+from omnigent_agy import plugins as hooks
+from omnigent_agy.config.agent_folder import DATA_HOME_ENV
+from omnigent_agy.config.settings import ENV_ENABLED
 
 
 @pytest.fixture

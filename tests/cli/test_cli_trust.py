@@ -10,10 +10,10 @@ import pytest
 from gemini_home import make_person_gemini
 
 from omnigent_agy import cli
+from omnigent_agy import plugins as hooks
 from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
-from omnigent_agy.agy.trust import STORE_FILE, TrustStore
-from omnigent_agy.interactions import hooks
-from omnigent_agy.onboarding.config import ENV_TRUSTED_WORKSPACES
+from omnigent_agy.agy.trust_store import STORE_FILE, TrustStore
+from omnigent_agy.config.settings import ENV_TRUSTED_WORKSPACES
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from test_browser import TURN_TIMEOUT_MS, Screen, browser, screen, shots  # noqa
 from waiting import wait_until
 
 from agy_sim.stack.local_stack import LocalStack
-from omnigent_agy.agy.attach import NOT_STARTED
+from omnigent_agy.agy.tmux_attach import NOT_STARTED
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux, pytest.mark.browser]
 

@@ -31,7 +31,7 @@ from test_browser import TURN_TIMEOUT_MS, Screen, browser, screen, shots  # noqa
 from waiting import wait_until
 
 from agy_sim.stack.local_stack import LocalStack
-from omnigent_agy.agy.conversations import read_conversations
+from omnigent_agy.agy.conversation_store import read_conversations
 from omnigent_agy.agy.statedir import SessionStateDir
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux, pytest.mark.browser]

@@ -29,7 +29,7 @@ from agy_sim.stack.processes import kill_tmux
 from agy_sim.stack.rest import RestError
 from omnigent_agy.agy.gemini_home import GEMINI_HOME_ENV
 from omnigent_agy.agy.statedir import STATE_DIR_ENV, state_key
-from omnigent_agy.onboarding.agy_home import API_KEY_ENV
+from omnigent_agy.doctor.gemini_checks import API_KEY_ENV
 
 # Each test starts a host of its own (about 20 s, minutes on a loaded machine), and the first
 # also waits for the stack's start.

@@ -29,7 +29,7 @@ from omnigent_agy import ENV_PATH
 from omnigent_agy.agy.retention import DELETION_MARKER_FILE
 from omnigent_agy.agy.statedir import state_key
 from omnigent_agy.agy.terminal import TerminalHost
-from omnigent_agy.onboarding.config import ENV_ENABLED
+from omnigent_agy.config.settings import ENV_ENABLED
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
 

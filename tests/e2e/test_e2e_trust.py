@@ -26,7 +26,7 @@ from waiting import wait_until
 from agy_sim.stack.local_stack import LocalStack
 from agy_sim.stack.rest import card_choices
 from omnigent_agy.agy.statedir import SessionStateDir
-from omnigent_agy.agy.trust import STORE_FILE
+from omnigent_agy.agy.trust_store import STORE_FILE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tmux]
 

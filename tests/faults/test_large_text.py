@@ -20,7 +20,7 @@ from faultmix import PLANNER, USER_INPUT, HarnessConversation, answer, conversat
 
 from agy_sim.scenarios import LARGE_DEFAULT, large_text
 from agy_sim.stack.harness_server import StreamedTurn
-from omnigent_agy.reading.mapper_state import DEFAULT_OUTPUT_CAP
+from omnigent_agy.reading.mapper import DEFAULT_OUTPUT_CAP
 
 pytestmark = pytest.mark.tmux
 

@@ -29,7 +29,6 @@ from omnigent_agy.interactions.gates import (
     permission_request_for,
     question_payload,
 )
-from omnigent_agy.interactions.hooks import hookimpl, new_plugin_manager
 from omnigent_agy.interactions.outcome import InteractionOutcome, OutcomeStatus
 from omnigent_agy.interactions.policy import (
     PermissionDecision,
@@ -53,6 +52,7 @@ from omnigent_agy.interactions.prompts import (
     QuestionForm,
     answer_problem,
 )
+from omnigent_agy.plugins import hookimpl, new_plugin_manager
 from omnigent_agy.reading.events import InteractionRequested
 from omnigent_agy.reading.reader import CascadeReader, ReaderEvent, ReaderSettings, TurnEnded
 from omnigent_agy.reading.sink import HandoffSink

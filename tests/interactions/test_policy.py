@@ -11,7 +11,6 @@ from hookplugins import register
 
 from omnigent_agy.errors import InvalidRuleError
 from omnigent_agy.interactions.commandline import split_command
-from omnigent_agy.interactions.hooks import hookimpl, new_plugin_manager
 from omnigent_agy.interactions.policy import (
     PermissionDecision,
     PermissionMode,
@@ -25,6 +24,7 @@ from omnigent_agy.interactions.policy import (
     parse_rule,
     parse_rules,
 )
+from omnigent_agy.plugins import hookimpl, new_plugin_manager
 
 PROJECT = "/home/u/project"
 

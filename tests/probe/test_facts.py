@@ -23,13 +23,11 @@ CORE = REPO_ROOT / "omnigent_agy"
 # Modules that read agy's answers (their keys must be probed or explained).
 WIRE_READERS = (
     "reading/steps.py",
-    "reading/tool_steps.py",
     "reading/mapper.py",
-    "reading/follower.py",
     "reading/reader.py",
     "reading/rotation.py",
     "reading/context.py",
-    "onboarding/catalog.py",
+    "models/catalog.py",
     "agy/sweep.py",
     "interactions/delivery.py",
     "interactions/gates.py",
@@ -39,19 +37,19 @@ WIRE_READERS = (
     "session/workspace_check.py",
     "rpc/client.py",
     "rpc/wire.py",
-    "rpc/quota.py",
+    "models/quota.py",
 )
 # Modules whose lowerCamel keys are not agy's wire, with what they are: the probe checks
 # neither agy's files (its doctor checks the seeded folder) nor what agy prints.
 NOT_WIRE = {
     "agy/gemini_home.py": "agy's files (settings, onboarding, MCP config, docs/wire.md §1b)",
     "agy/launcher.py": "agy's settings file",
-    "onboarding/agy_home.py": "agy's files, as the doctor checks them",
+    "doctor/gemini_checks.py": "agy's files, as the doctor checks them",
     "relay/channel.py": "agy's MCP config",
     "relay/mcp_server.py": "MCP's JSON-RPC (the protocol agy speaks to its MCP servers)",
-    "agy/trust.py": "agy's settings and a workspace's .agents/mcp_config.json (§9)",
+    "agy/trust_store.py": "agy's settings and a workspace's .agents/mcp_config.json (§9)",
     "agy/workspace_runs.py": "a workspace's .agents/mcp_config.json and hooks.json (§9, §10)",
-    "onboarding/agy_models.py": "what `agy models` prints (§9), which the doctor reads",
+    "models/agy_models.py": "what `agy models` prints (§9), which the doctor reads",
 }
 _CAMEL = re.compile(r"^[a-z]+[A-Z][A-Za-z0-9]*$")
 _KEY = re.compile(r"^[a-z][A-Za-z0-9_]*$")

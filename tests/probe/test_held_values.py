@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from omnigent_agy.errors import RecordingLeakError
-from omnigent_agy.probe.held import held_values
+from omnigent_agy.probe.held_values import held_values
 from omnigent_agy.probe.recording import Recorder
 from omnigent_agy.probe.redact import REDACTED, Redactor, leaks, secret_patterns
 

@@ -23,13 +23,12 @@ from conftest import REPO_ROOT
 from simproc import AGY_SIM
 
 from agy_sim.versions import DEFAULT_VERSION, OLDER, SUBAGENT_GATES, at_least
-from omnigent_agy.onboarding.config import load_config
+from omnigent_agy.config.settings import load_config
 from omnigent_agy.probe.consent import RESUME
 from omnigent_agy.probe.facts import FactVerdict, Finding
 from omnigent_agy.probe.run import ProbeReport, ProbeSettings, run_probe
 from omnigent_agy.probe.turn_checks import PLANS
-from omnigent_agy.reading.mapper import map_step
-from omnigent_agy.reading.mapper_state import MapperState
+from omnigent_agy.reading.mapper import MapperState, map_step
 
 pytestmark = pytest.mark.tmux
 

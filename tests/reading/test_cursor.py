@@ -12,8 +12,7 @@ from readerframes import CASCADE, TRAJECTORY, planner
 from omnigent_agy.reading.cursor import CursorStore
 from omnigent_agy.reading.events import AssistantMessage, TextDelta, ToolCallStarted
 from omnigent_agy.reading.indexset import IndexSet
-from omnigent_agy.reading.mapper import map_step
-from omnigent_agy.reading.mapper_state import MapperState
+from omnigent_agy.reading.mapper import MapperState, map_step
 
 
 def running_command(index: int) -> dict[str, object]:

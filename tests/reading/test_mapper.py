@@ -36,8 +36,7 @@ from omnigent_agy.reading.events import (
     apply_delta,
     turn_usage,
 )
-from omnigent_agy.reading.mapper import map_step
-from omnigent_agy.reading.mapper_state import MapperState
+from omnigent_agy.reading.mapper import MapperState, map_step
 from omnigent_agy.reading.steps import InteractionKind, ModelUsage, StepKey
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,8 +19,7 @@ from readerframes import (
 )
 
 from omnigent_agy.reading.events import TextDelta
-from omnigent_agy.reading.follower import Follower
-from omnigent_agy.reading.reader import ReaderEvent
+from omnigent_agy.reading.reader import Follower, ReaderEvent
 from omnigent_agy.reading.sink import QueueSink
 from omnigent_agy.rpc.client import STEPS_PATH
 from omnigent_agy.rpc.lazyjson import LazyArray

@@ -12,6 +12,10 @@ from omnigent_agy.reading.steps import (
     StepKey,
     StepStatus,
     StepType,
+    ToolOutcome,
+    cap_output,
+    describe_call,
+    describe_result,
     int64,
     is_settled,
     obj,
@@ -24,12 +28,6 @@ from omnigent_agy.reading.steps import (
     step_key,
     step_payload,
     tool_name,
-)
-from omnigent_agy.reading.tool_steps import (
-    ToolOutcome,
-    cap_output,
-    describe_call,
-    describe_result,
     uri_path,
 )
 

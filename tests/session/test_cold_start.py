@@ -20,7 +20,7 @@ from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.process import session_name
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.agy.terminal import TerminalHost
-from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
+from omnigent_agy.agy.trust_store import WorkspacePattern, WorkspaceTrust
 from omnigent_agy.errors import AGY_SIGNED_OUT, Failure
 from omnigent_agy.rpc import discovery
 from omnigent_agy.rpc.discovery import pin_if_ours

@@ -16,10 +16,10 @@ from simproc import AGY_SIM, FAST
 
 from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.terminal import TerminalHost
-from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
+from omnigent_agy.agy.trust_store import WorkspacePattern, WorkspaceTrust
 from omnigent_agy.session.agy_session import AgySession, SessionSettings
 from omnigent_agy.session.turn import Turn
-from omnigent_agy.session.turns import AgyRestarted
+from omnigent_agy.session.turn_results import AgyRestarted
 
 pytestmark = pytest.mark.tmux
 

@@ -14,7 +14,7 @@ from gemini_home import make_person_gemini
 from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.launcher import write_agy_settings
 from omnigent_agy.agy.terminal import TerminalHost
-from omnigent_agy.agy.trust import WorkspacePattern, WorkspaceTrust
+from omnigent_agy.agy.trust_store import WorkspacePattern, WorkspaceTrust
 from omnigent_agy.session.agy_session import AgySession, PreflightError, SessionSettings
 from omnigent_agy.session.turn import Turn
 

@@ -11,7 +11,7 @@ import pytest
 from omnigent_agy.agy.gemini_home import SETTINGS_FILE
 from omnigent_agy.agy.statedir import SessionStateDir
 from omnigent_agy.errors import UnknownModelError
-from omnigent_agy.onboarding.catalog import ModelCatalog
+from omnigent_agy.models.catalog import ModelCatalog
 from omnigent_agy.session.model_choice import (
     AppliedModel,
     ModelChooser,

@@ -39,7 +39,7 @@ from omnigent_agy.session.agy_session import STEERING, AgySession
 from omnigent_agy.session.binding import SessionSettings
 from omnigent_agy.session.held import leftovers, open_gates
 from omnigent_agy.session.turn import Turn
-from omnigent_agy.session.turns import AgyRestarted, TurnResult
+from omnigent_agy.session.turn_results import AgyRestarted, TurnResult
 
 HIGH = "MODEL_PLACEHOLDER_M20"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from omnigent_agy.reading.events import AssistantMessage, ErrorReported, TurnBoundary, UsageReported
 from omnigent_agy.reading.reader import TurnEnded
 from omnigent_agy.reading.steps import ModelUsage, StepKey
-from omnigent_agy.session.turns import TurnTally
+from omnigent_agy.session.turn_results import TurnTally
 
 KEY = StepKey("c", "t", 0)
 END = TurnEnded("c", KEY, ModelUsage(input_tokens=30, output_tokens=7))

@@ -15,7 +15,7 @@ from gemini_home import make_person_gemini
 
 from omnigent_agy.agy.gemini_home import GeminiSeed
 from omnigent_agy.agy.statedir import SessionStateDir
-from omnigent_agy.agy.trust import TrustSource, TrustStore, WorkspacePattern, WorkspaceTrust
+from omnigent_agy.agy.trust_store import TrustSource, TrustStore, WorkspacePattern, WorkspaceTrust
 from omnigent_agy.errors import PromptUnavailableError, WorkspaceNotTrustedError
 from omnigent_agy.interactions.prompts import TrustAnswer, TrustCard
 from omnigent_agy.reading.events import ToolCallFinished, ToolCallStarted

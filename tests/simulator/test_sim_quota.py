@@ -15,14 +15,14 @@ from simproc import FAST, TOKEN, Sim, SimLauncher, sim_launcher
 from waiting import await_until
 
 from omnigent_agy.errors import Code, RpcError
-from omnigent_agy.rpc.client import SERVICE, RpcClient
-from omnigent_agy.rpc.quota import (
+from omnigent_agy.models.quota import (
     AccountQuota,
     parse_quota_summary,
     parse_user_status,
     quota_exhaustion,
     read_account_quota,
 )
+from omnigent_agy.rpc.client import SERVICE, RpcClient
 
 pytestmark = pytest.mark.tmux
 
