@@ -86,11 +86,16 @@ class _Walk:
         matcher = found if isinstance(found, str) else matcher
         rest = dict(value)
         if "command" in value:
-            line = _command_line(rest.pop("command"))
+            raw = rest.pop("command")
+            line = _command_line(raw)
             where = event or key or "an unnamed event"
             if line is None:
                 text = json.dumps(value, ensure_ascii=False)
                 self.unreadable.append(f"a hook at {where} whose command is not text: {text}")
+                if isinstance(raw, dict | list):
+                    # Commands nested inside it are listed too, as any other would be (the
+                    # rest of it is in the text just shown).
+                    _Walk(self.hooks, []).node(raw, event=event, key=key, matcher=matcher)
             else:
                 self.hooks.append(Hook(where, line, matcher))
         for name, inner in rest.items():

@@ -10,7 +10,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from omnigent_agy.agy.hooks_file import Hook, read_hooks
@@ -162,6 +162,7 @@ def commands_in(value: object) -> list[str]:
 
 @settings(max_examples=200, deadline=None)
 @given(json_values)
+@example({"command": {"command": "\x7f"}})  # a command inside a command that is not text
 def test_no_command_in_a_hooks_file_goes_unsaid(document: object) -> None:
     reading = read_hooks(json.dumps(document))
     said = [hook.command for hook in reading.hooks]
