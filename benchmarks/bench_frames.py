@@ -27,30 +27,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import frame_instructions
-from common import options, spec, table
-from frameserver import Script
+from common import options, table
+from growth_frames import frames_for, settle
 from readers import BuiltinReader, PluginReader, builtin_stub_sink
 
-from omnigent_agy.rpc.heap import return_freed_memory
-from omnigent_agy.rpc.wire import encode_envelope
-
-RUNNING = "CASCADE_RUN_STATUS_RUNNING"
-
-
-def frames_for(history: int, count: int) -> tuple[str, bytes, list[bytes]]:
-    plan = Script(spec(history, count))
-    first = encode_envelope(plan.update(list(range(history)), plan.shaped, RUNNING))
-    growth = [
-        encode_envelope(plan.update([history], [plan.growing(n)], RUNNING))
-        for n in range(1, count + 1)
-    ]
-    return plan.cascade.cascade_id, first, growth
-
-
-def settle() -> None:
-    """A collected heap handed back to the OS: what the setup freed is nobody's cost."""
-    gc.collect()
-    return_freed_memory()
 
 
 def timed(run: object) -> float:

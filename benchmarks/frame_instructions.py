@@ -38,7 +38,7 @@ HISTORY, FRAMES = 100, 500
 
 def child() -> None:
     """Under callgrind: feed the three paths, each inside its own driver."""
-    from bench_frames import frames_for, settle  # noqa: PLC0415
+    from growth_frames import frames_for, settle  # noqa: PLC0415
     from readers import BuiltinReader, PluginReader, builtin_stub_sink  # noqa: PLC0415
 
     cascade, first, growth = frames_for(HISTORY, FRAMES)
