@@ -32,7 +32,6 @@ from growth_frames import frames_for, settle
 from readers import BuiltinReader, PluginReader, builtin_stub_sink
 
 
-
 def timed(run: object) -> float:
     gc.collect()
     started = time.process_time()
