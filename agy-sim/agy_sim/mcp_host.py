@@ -21,12 +21,13 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+if TYPE_CHECKING:
+    # The SDK is imported where a server starts (half a second of agy-sim's start otherwise,
+    # paid by every agy-sim that never meets an MCP server).
+    from mcp import ClientSession, StdioServerParameters, types
 
 _log = logging.getLogger(__name__)
 
@@ -99,6 +100,8 @@ class McpHost:
     async def _run(
         self, server: McpServer, spec: object, ready: asyncio.Future[None], cwd: Path
     ) -> None:
+        from mcp import ClientSession  # noqa: PLC0415 - lazy (TYPE_CHECKING above)
+
         try:
             async with (
                 _connect(spec, cwd, self.agent_env) as (read, write),
@@ -129,6 +132,8 @@ class McpHost:
         found = self.servers.get(server)
         if found is None or found.session is None:
             return f"MCP server {server!r} is not running", True
+        from mcp import types  # noqa: PLC0415 - lazy (TYPE_CHECKING above)
+
         result = await found.session.call_tool(tool, arguments)
         text = "\n".join(
             block.text for block in result.content if isinstance(block, types.TextContent)
@@ -151,9 +156,13 @@ async def _connect(
     if isinstance(url, str):
         if urlsplit(url).hostname not in _LOOPBACK:
             raise ValueError("agy-sim connects only to MCP servers on loopback")
+        from mcp.client.streamable_http import streamablehttp_client  # noqa: PLC0415 - lazy (TYPE_CHECKING above)
+
         async with streamablehttp_client(url) as (read, write, _session_id):
             yield read, write
         return
+    from mcp.client.stdio import stdio_client  # noqa: PLC0415 - lazy (TYPE_CHECKING above)
+
     async with stdio_client(_parameters(spec, cwd, agent_env)) as (read, write):
         yield read, write
 
@@ -163,6 +172,8 @@ def _parameters(spec: object, cwd: Path, agent_env: Mapping[str, str]) -> StdioS
         raise TypeError("neither a stdio server (no command) nor a remote one (no serverUrl)")
     args = spec.get("args") or []
     env = spec.get("env") or {}
+    from mcp import StdioServerParameters  # noqa: PLC0415 - lazy (TYPE_CHECKING above)
+
     return StdioServerParameters(
         command=spec["command"],
         args=[str(arg) for arg in args],
