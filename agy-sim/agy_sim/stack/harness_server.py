@@ -158,7 +158,11 @@ class HarnessServer(HarnessSurface):
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
         self.base_url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        # A turn still streaming when the server leaves (a card waiting, say) is cancelled after a
+        # moment, as when a harness process goes away: uvicorn alone would wait for it forever.
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._serve, name="harness-uvicorn", daemon=True)
 
