@@ -55,6 +55,9 @@ def sim_env(tmp_path: Path, **extra: str) -> dict[str, str]:
         "AGY_SIM_STARTUP_DELAY": "0.3",
         "AGY_SIM_TOKEN_DELAY": "0.005",
         "AGY_SIM_LONG_TOKEN_DELAY": "0.05",
+        # The report wraps to the terminal's width: one width, whatever runs the test (a
+        # pytest-xdist worker's differs), so a sentence is matched unwrapped.
+        "COLUMNS": "120",
         **extra,
     }
 
