@@ -3,11 +3,16 @@
 The e2e fixtures are here too (not in tests/e2e/conftest.py: two modules named `conftest`
 would shadow each other for `from conftest import ...`). `stack` starts one real stack for the
 whole run (starting omnigent takes ~20 s; each test opens its own session on it), stopped with
-everything it started even when a test fails; nothing starts unless a test asks for it.
+everything it started even when a test fails; nothing starts unless a test asks for it. Under
+pytest-xdist (tox runs the e2e suite on several workers) "the whole run" is one worker's: each
+worker that gets an e2e test starts a stack of its own, so no test may depend on another having
+run first. The e2e env distributes tests one by one (`--dist loadgroup`); a file whose tests
+share a module-scoped browser or REPL marks itself `xdist_group`, so that starts once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -44,13 +49,16 @@ def shared_recorded() -> Path:
     return SHARED_RECORDED
 
 
-# A test that restarts the shared stack (the plugin disabled) must run after every other one.
-RESTARTS_STACK = "stack_restarted_disabled"
-
-
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    root = tmp_path_factory.mktemp("stack")
+    with running_stack(tmp_path_factory.mktemp("stack")) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def running_stack(root: Path) -> Iterator[LocalStack]:
+    """omnigent's stack with the plugin in `root`, the simulator as its agy; on leaving, it is
+    stopped and nothing of it may be left."""
     agy = write_simulator(root / "agy-bin", TEST_SIMULATOR)
     (root / "stack" / "workspace").mkdir(parents=True)
     (root / "stack" / "workspace" / "README.md").write_text("# a project\n")
@@ -88,18 +96,13 @@ def conversation(stack: LocalStack) -> Iterator[Conversation]:
 
 
 @pytest.fixture
-def stack_restarted_disabled(stack: LocalStack) -> LocalStack:
-    """The shared stack after `omnigent-agy disable` and a restart of the server and hosts,
-    as the README tells a person to do. Tests using it run last (below)."""
-    stack.restart(enabled=False)
-    return stack
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    last = [item for item in items if RESTARTS_STACK in getattr(item, "fixturenames", ())]
-    for item in last:
-        items.remove(item)
-        items.append(item)
+def stack_restarted_disabled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """A stack of the test's own after `omnigent-agy disable` and a restart of the server and
+    hosts, as the README tells a person to do. Not the shared stack: the tests on that one run
+    in any order, on any worker, and need the plugin enabled."""
+    with running_stack(tmp_path_factory.mktemp("stack-disabled")) as running:
+        running.restart(enabled=False)
+        yield running
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,13 @@ from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 from agy_sim.stack.local_stack import LocalStack, agent_name
 
-pytestmark = [pytest.mark.e2e, pytest.mark.tmux, pytest.mark.browser]
+# One pytest-xdist worker for the file: its browser is started once (tests/conftest.py).
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.tmux,
+    pytest.mark.browser,
+    pytest.mark.xdist_group("test_browser"),
+]
 
 #: Where the shipped agent is offered on omnigent 0.19's new-session page: Agents → Other…,
 #: under its name (README, "Where to find it in the web UI").

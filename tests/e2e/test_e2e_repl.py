@@ -31,7 +31,13 @@ from agy_sim.stack.homes import HostHome
 from agy_sim.stack.local_stack import LocalStack
 from agy_sim.stack.processes import BIN, kill_tmux, sweep
 
-pytestmark = [pytest.mark.e2e, pytest.mark.tmux, pytest.mark.timeout(900)]
+# One pytest-xdist worker for the file: its REPL is started once (tests/conftest.py).
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.tmux,
+    pytest.mark.timeout(900),
+    pytest.mark.xdist_group("test_e2e_repl"),
+]
 
 READY = re.compile(r"Antigravity CLI · ready")
 PROMPT = "\N{HEAVY RIGHT-POINTING ANGLE QUOTATION MARK ORNAMENT}"  # the REPL's input line
