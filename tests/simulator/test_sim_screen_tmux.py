@@ -134,7 +134,8 @@ def test_osc_7501_reports_leave_the_pane_clean(sims: SimLauncher, tmp_path: Path
             timeout=20,
             what="the question in the attached terminal",
         )
-        assert b"7501" not in seen.read_bytes()
+        # The sequence, not the number: the workspace's path on screen names this test.
+        assert b"\x1b]7501;" not in seen.read_bytes()
     finally:
         viewer.kill()
         (socket_path(sims).parent / f"{sims.tmux.socket_name}-viewer").unlink(missing_ok=True)
