@@ -4,10 +4,10 @@ The e2e fixtures are here too (not in tests/e2e/conftest.py: two modules named `
 would shadow each other for `from conftest import ...`). `stack` starts one real stack for the
 whole run (starting omnigent takes ~20 s; each test opens its own session on it), stopped with
 everything it started even when a test fails; nothing starts unless a test asks for it. Under
-pytest-xdist (tox runs the e2e suite on several workers) "the whole run" is one worker's: each
-worker that gets an e2e test starts a stack of its own, so no test may depend on another having
-run first. The e2e env distributes tests one by one (`--dist loadgroup`); a file whose tests
-share a module-scoped browser or REPL marks itself `xdist_group`, so that starts once.
+pytest-xdist (`scripts/test -e e2e -- -n 2 --dist loadgroup`) "the whole run" is one worker's:
+each worker that gets an e2e test starts a stack of its own, so no test may depend on another
+having run first; a file whose tests share a module-scoped browser or REPL marks itself
+`xdist_group`, so that starts once.
 """
 
 from __future__ import annotations
