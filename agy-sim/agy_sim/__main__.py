@@ -17,7 +17,6 @@ from pathlib import Path
 from agy_sim.catalog import ModelCatalog
 from agy_sim.changelog import changelog_output
 from agy_sim.options import TRUTHY, SimOptions, parse_options
-from agy_sim.tui import SIGN_IN_HINT
 
 
 def models_output(options: SimOptions) -> str:
@@ -48,6 +47,8 @@ def models_output(options: SimOptions) -> str:
 def list_models(options: SimOptions) -> int:
     """``agy models``: the account's models; exit 0 means signed in (docs/wire.md §1)."""
     if options.signed_out:
+        from agy_sim.tui import SIGN_IN_HINT  # noqa: PLC0415 - asyncio's import, only here
+
         print(SIGN_IN_HINT, file=sys.stderr)  # noqa: T201 - this is the command's output
         return 1
     sys.stdout.write(models_output(options))
@@ -73,8 +74,6 @@ def look_like_agy() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if argv is None and os.environ.get("AGY_SIM_KEEP_ARGV0", "").lower() not in TRUTHY:
-        look_like_agy()
     options = parse_options(sys.argv[1:] if argv is None else argv, os.environ)
     if options.show_version:
         print(options.version)  # noqa: T201
@@ -84,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.command == "changelog":
         sys.stdout.write(changelog_output(options.sim_version))
         return 0
+    # Only a process that stays running is looked for in the process table: the quick answers
+    # above skip the re-exec (a second interpreter start for every version probe).
+    if argv is None and os.environ.get("AGY_SIM_KEEP_ARGV0", "").lower() not in TRUTHY:
+        look_like_agy()
     if options.command == "acp":
         from agy_sim.acp_process import run_acp  # noqa: PLC0415 - only this command needs it
 

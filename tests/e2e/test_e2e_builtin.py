@@ -42,6 +42,27 @@ def pane(stack: LocalStack, session_id: str) -> str:
     return shown.stdout
 
 
+def agy_idle(stack: LocalStack, session_id: str) -> str:
+    """agy-sim's screen once it shows the idle footer in the built-in's pane.
+
+    The built-in gives agy 30 s from the first message to draw its composer
+    (``bridge._TMUX_READY_TIMEOUT_S``) and fails the turn after; the tests are about what
+    follows, so they wait for agy to be ready, as a person would see it in the Terminal view.
+    """
+
+    def shown() -> str:
+        try:
+            return pane(stack, session_id)
+        except (OSError, ValueError, KeyError, subprocess.SubprocessError):
+            return ""  # the runner has not advertised the pane yet
+
+    return wait_until(
+        lambda: (screen := shown()) and builtin._AGY_IDLE_MARKER in screen and screen,
+        timeout=120,
+        what="agy-sim's idle footer in the built-in's pane",
+    )
+
+
 def messages(stack: LocalStack, session_id: str, role: str) -> list[str]:
     return [
         part.get("text", "")
@@ -73,13 +94,10 @@ def test_the_built_in_delivers_turns_to_agy_sim_and_answers_its_card(stack: Loca
     assert (ready.get("configured_harnesses") or {}).get("antigravity-native") is True
     session = client.create_session(BUILTIN_AGENT, host_id, str(stack.workspace))
     with client.stream(session) as events:
+        agy_idle(stack, session)
         client.send(session, "hello from the web")
         until_answer(events, "You said: hello from the web")
-        screen = wait_until(
-            lambda: (shown := pane(stack, session)) and builtin._AGY_IDLE_MARKER in shown and shown,
-            timeout=30,
-            what="agy-sim's idle footer in the built-in's pane",
-        )
+        screen = agy_idle(stack, session)
         assert builtin._agy_input_region(screen).strip() == ">"
 
         client.send(session, "please run: ls")
@@ -117,6 +135,7 @@ def test_the_built_in_on_deny_and_a_multi_select_question(stack: LocalStack) -> 
     host_id = stack.wait_ready(stack.main)
     session = client.create_session(BUILTIN_AGENT, host_id, str(stack.workspace))
     with client.stream(session) as events:
+        agy_idle(stack, session)
         client.send(session, "hello")
         until_answer(events, "You said: hello")
 

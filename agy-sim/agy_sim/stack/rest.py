@@ -276,7 +276,8 @@ def _brief(event: Json) -> str:
     """An event's type, with what a failure said (clipped): enough to read a timeout by."""
     kind = str(event.get("type"))
     if kind.endswith(("failed", "error")):
-        return f"{kind} {json.dumps(event)[:300]}"
+        said = (event.get("response") or {}).get("error") or event.get("error") or event
+        return f"{kind} {json.dumps(said)[:600]}"
     return kind
 
 
