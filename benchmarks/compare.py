@@ -41,6 +41,7 @@ from common import REPO, load_average
 from compare_drive import (
     Cell,
     Scenario,
+    Seen,
     Timing,
     allow_conversation,
     approve,
@@ -58,7 +59,7 @@ from compare_drive import (
     usage_and_meter,
     write_in,
 )
-from compare_faults import idle_resume, kill_mid_turn
+from compare_faults import host_restarted_with_card, idle_resume, kill_mid_turn
 from compare_processes import Usage, describe, measure, new_processes, snapshot
 from compare_report import HARNESSES, Harness, render
 from stack import TURN_ENDS, Conversation
@@ -199,6 +200,19 @@ def at_once(stack: LocalStack, result: Result, count: int) -> None:
             conversation.__exit__()
 
 
+HOST_RESTART = "host restarted with a card waiting"
+
+
+def host_restart(stack: LocalStack, result: Result) -> Cell:
+    """The host-restart row (benchmarks/compare_faults.py), a failing drive as its cell."""
+    try:
+        return host_restarted_with_card(stack, result.harness.agent(), result.harness.key)
+    except Seen as seen:
+        return Cell("fails", str(seen))
+    except (TimeoutError, AssertionError, RestError, LookupError) as exc:
+        return Cell("fails", f"{type(exc).__name__}: {str(exc)[:200]}")
+
+
 def picker(stack: LocalStack, result: Result) -> Cell:
     harness = result.harness
     listed = [h for h in stack.client.harnesses() if h.get("id") == harness.harness_id]
@@ -261,6 +275,10 @@ def main() -> None:
             for n, group in enumerate(groups):
                 for result in results:
                     drive_group(stack, result, group, measure_one=n == 0, turns=turns)
+            if not args.quick:  # two minutes or more per harness: omnigent's grace period
+                for result in results:
+                    print(f"  {result.harness.key}: host restart", file=sys.stderr, flush=True)
+                    result.cells[HOST_RESTART] = host_restart(stack, result)
             stop_plugins_agys(stack)
             for result in results:
                 print(f"  {result.harness.key}: {count} at once", file=sys.stderr, flush=True)

@@ -15,17 +15,32 @@ import json
 from typing import Any
 
 import psutil
-from compare_drive import TURN_TIMEOUT, Cell, Seen, Timing, last_answer, send, settle
+from compare_drive import (
+    TURN_TIMEOUT,
+    Cell,
+    Seen,
+    Timing,
+    answer_card,
+    last_answer,
+    send,
+    settle,
+)
 from compare_processes import kind, new_processes
 from stack import TURN_ENDS, Conversation
+from waiting import wait_until
 
 from agy_sim.scenarios import long_answer_parts
+from agy_sim.stack.local_stack import LocalStack
+from agy_sim.stack.rest import OmnigentClient, RestError
 
 LONG = "Give me a long answer about TCP"
 LONG_PARTS = 120  # agy-sim's long answer (EngineSettings.long_answer_chunks)
 RECALL = "What did I say before this?"  # agy-sim recites the conversation's earlier messages
 GREETING = "hello"  # what benchmarks/compare.py's first turn of a conversation says
 AFTER = "hello after the kill"
+RESTART_COMMAND = "Please run: echo after the restart"
+RESTART_OUTPUT = "after the restart"
+AFTER_RESTART = "hello after the restart"
 
 
 def _processes(conversation: Conversation) -> list[psutil.Process]:
@@ -127,6 +142,109 @@ def kill_mid_turn(conversation: Conversation, timing: Timing) -> Cell:
         else f"{reached} of its {len(parts)} answer parts reached the conversation"
     )
     return Cell("works", f"the killed turn ended as {killed}; {kept}; the next turn answered")
+
+
+def host_restarted_with_card(stack: LocalStack, agent: str, tag: str) -> Cell:
+    """`omnigent host` stopped and started again while a command's card waits (a host of its
+    own, so the others' conversations stay up); the card answered once the host is back, or
+    the card that comes back; then a next message. What a person needs: the turn does not
+    hang, the command runs at most once, and the next message is answered.
+
+    omnigent keeps a stopped host's runners for 90 s (``RUNNER_DISCONNECT_GRACE_S``), so
+    this row takes two minutes or more per harness: the full run only."""
+    host = stack.add_host(f"compare-restart-{tag}", agy_on_path=True)
+    try:
+        with Conversation(stack, host=host, agent=agent) as conversation:
+            conversation.client = OmnigentClient(stack.url, timeout=120)  # the server is busy
+            conversation.send(GREETING)
+            conversation.turn_end(timeout=180)
+            settle(conversation)
+            send(conversation, RESTART_COMMAND)
+            card = conversation.card(timeout=TURN_TIMEOUT)
+            stack.stop_host(host)
+            stack.start_host(host)
+            stack.wait_ready(host)
+            seen = [_restart_answer(conversation, card)]
+            seen.append(_restart_settled(conversation))
+            settle(conversation)
+            send(conversation, AFTER_RESTART)
+            try:
+                seen.append(_answered_after_restart(conversation))
+            except Seen as unanswered:
+                raise Seen("; ".join([*seen, str(unanswered)])) from None
+            ran = sum(RESTART_OUTPUT in output for output in conversation.outputs())
+            if ran > 1:
+                raise Seen(f"the command ran {ran} times; " + "; ".join(seen))
+            said = [t for t in conversation.assistant_texts() if AFTER_RESTART in t]
+            if len(said) != 1:
+                raise Seen(f"the next message was answered {len(said)} times; " + "; ".join(seen))
+            if not ran:  # nothing hung or repeated, but the person's approval came to nothing
+                seen.append("the approval was lost: the command never ran")
+                return Cell("partly", "; ".join(seen))
+            return Cell("works", f"{'; '.join(seen)}; the command ran once")
+    finally:
+        stack.stop_host(host)
+
+
+def _restart_answer(conversation: Conversation, card: dict[str, Any]) -> str:
+    """Approve the card shown before the restart, as a person whose page stayed open."""
+    try:
+        answer_card(conversation, card, "approve")
+    except RestError as exc:
+        return f"the old card could not be answered ({exc.status})"
+    return "the old card was answered after the restart"
+
+
+def _restart_settled(conversation: Conversation) -> str:
+    """How the interrupted turn ended: answering any card that came back (approve), until a
+    turn end, or omnigent's own failed/idle status for a runner that went away."""
+    cards = 0
+    deadline = 240.0
+
+    def settled() -> str | None:
+        nonlocal cards
+        for event in conversation.events.drain():
+            kind = event.get("type")
+            if kind == "response.elicitation_request" and cards < 3:
+                cards += 1
+                answer_card(conversation, event, "approve")
+            elif kind in TURN_ENDS:
+                return f"the turn ended as {kind}"
+        status = conversation.state()
+        if status.get("status") == "failed" and status.get("last_task_error"):
+            code = (status.get("last_task_error") or {}).get("code")
+            return f"omnigent failed the turn ({code})"
+        if status.get("status") == "idle":
+            return "omnigent ended the turn (the session idle, no turn end)"
+        return None
+
+    try:
+        ended = wait_until(settled, timeout=deadline, what="the turn to end or fail")
+    except AssertionError as exc:
+        raise Seen(f"the turn neither ended nor failed within {deadline:.0f} s") from exc
+    return ended + (f" after {cards} card(s) came back" if cards else "")
+
+
+def _answered_after_restart(conversation: Conversation) -> str:
+    """The next message's turn, approving a card that asks for the command again (omnigent
+    may run the failed turn again first)."""
+    unanswered = 0
+    for _ in range(6):
+        try:
+            event = conversation.until("response.elicitation_request", *TURN_ENDS, timeout=180)
+        except TimeoutError:
+            break
+        if event["type"] == "response.elicitation_request":
+            answer_card(conversation, event, "approve")
+            continue
+        if event["type"] != "response.completed":
+            raise Seen(f"the next message's turn ended with {event['type']}: {_error(event)}")
+        if any(AFTER_RESTART in t for t in conversation.assistant_texts()):
+            return "the next message's turn completed"
+        unanswered += 1
+    raise Seen(
+        f"the next message was never answered ({unanswered} turn(s) completed without its answer)"
+    )
 
 
 def _error(end: dict[str, Any]) -> str:

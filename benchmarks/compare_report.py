@@ -152,6 +152,7 @@ ROWS = (
     "usage and the context meter",
     "resume after agy was stopped idle",
     "harness process killed mid-turn",
+    "host restarted with a card waiting",
 )
 
 
