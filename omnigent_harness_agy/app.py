@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from typing import Any
 
@@ -31,7 +32,31 @@ class AgyExecutorAdapter(ExecutorAdapter):
     (reason "unanswered"), the event omnigent's own runner sends for an approval wait that
     ended unanswered: `TurnContext.elicit` itself emits nothing then, so the card would stay
     in the session's ``pending_elicitations`` and on the web page, answerable but dead.
+
+    A turn whose runner goes away under it with no Stop asked is left to agy
+    (`AgyExecutor.leave_running_turn`): the runner closes its client (the turn's stream)
+    before it stops this process, and a SIGTERM alone has uvicorn cancel the open stream
+    after its graceful timeout, racing the app's shutdown, which marks the turn cancelled as
+    a Stop does — so both are watched. omnigent's cleanup then interrupts the turn, which
+    would refuse the card a person may still answer once the host is back; left, agy keeps
+    waiting and the next harness process asks it again (docs/host.md).
     """
+
+    def _on_shutdown_signal(self) -> None:
+        self._leave_running_turn()
+        super()._on_shutdown_signal()
+
+    async def _teardown_turn(
+        self, ctx: Any, run_task: asyncio.Task[None], heartbeat_task: asyncio.Task[None]
+    ) -> None:
+        if not run_task.done() and not ctx.cancelled.is_set():
+            # The turn's stream closed while it ran and nobody asked to stop it.
+            self._leave_running_turn()
+        await super()._teardown_turn(ctx, run_task, heartbeat_task)
+
+    def _leave_running_turn(self) -> None:
+        if isinstance(self._executor, AgyExecutor):
+            self._executor.leave_running_turn()
 
     async def run_turn(self, request: Any, ctx: Any) -> None:
         executor = self._ensure_executor()

@@ -381,6 +381,12 @@ class AgyExecutor(Executor):
             return False
         return await self._session.interrupt()
 
+    def leave_running_turn(self) -> None:
+        """omnigent's runner is going away under the running turn, and no Stop was asked: the
+        turn is left to agy for the next harness process (`AgySession.leave_running_turn`)."""
+        if self._session is not None:
+            self._session.leave_running_turn()
+
     async def enqueue_session_message(self, session_key: str, content: Any) -> bool:
         del session_key
         session = self._session

@@ -105,6 +105,12 @@ class HarnessProcess(HarnessSurface):
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(30)
 
+    def terminate(self) -> None:
+        """SIGTERM, as the runner's release sends it once it has closed its client (SIGKILL if
+        the process lingers); reaped before returning, and `start` works again."""
+        assert self.process is not None
+        end_process(self.process, grace=20)
+
     def respawn(self) -> HarnessProcess:
         """Kill the process (if alive) and start a new one, as the runner's next request does."""
         if self.process is not None and self.process.poll() is None:

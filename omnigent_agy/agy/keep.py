@@ -9,9 +9,11 @@ shows it only once the message has reached agy. So that harness declares it in a
 *activity lease*, ``activity.json`` in the conversation's private state directory: who holds
 it (pid and start time), whether a turn runs, and when the conversation was last active.
 A lease whose holder is gone (a crashed harness) no longer counts as a running turn; its
-time of last activity still does. Deciding to stop an agy and starting a turn take the
-state directory's lock (``lifecycle.lock``, flock), so a sweep never stops an agy between
-a turn's start and agy seeing it.
+time of last activity still does. A turn its harness left to agy (omnigent's runner went away
+while it ran: `TurnLease.end_turn(left=True)`) is marked so, and the next turn, in whichever
+process, inherits it as it inherits a crashed harness's. Deciding to stop an agy and
+starting a turn take the state directory's lock (``lifecycle.lock``, flock), so a sweep never
+stops an agy between a turn's start and agy seeing it.
 """
 
 from __future__ import annotations
@@ -141,28 +143,30 @@ class TurnLease:
     def begin_turn(self) -> bool:
         """Declare a turn (under the lock: a sweep deciding now sees it or stopped first).
 
-        True when the lease said another harness process was running a turn and that process
-        is gone: it died mid-turn, and this turn inherits what agy did for it since."""
+        True when the turn before was left to agy: its harness process died mid-turn (the
+        lease says a turn runs and its holder is gone), or left it on purpose (`end_turn`).
+        This turn inherits what agy did for it since."""
         with lifecycle_lock(self._state), _RUNNING_LOCK:
-            orphaned = self._orphaned()
+            orphaned = self._inherits()
             _RUNNING[self._file] = _RUNNING.get(self._file, 0) + 1
             self._begun += 1
             self._write(turn_running=True)
         return orphaned
 
-    def _orphaned(self) -> bool:
+    def _inherits(self) -> bool:
         try:
             data = json.loads((self._state.path / _LEASE_FILE).read_text(encoding="utf-8"))
             pid, created = int(data["pid"]), float(data["pid_create_time"])
-            running = bool(data["turn_running"])
+            running, left = bool(data["turn_running"]), bool(data.get("turn_left", False))
         except (OSError, ValueError, KeyError, TypeError):
             return False
         ours = pid == self._pid and abs(created - self._created) < _PID_CLOCK_SLACK
-        return running and not ours and not _same_process(pid, created)
+        return left or (running and not ours and not _same_process(pid, created))
 
-    def end_turn(self) -> None:
+    def end_turn(self, *, left: bool = False) -> None:
         """This lease's turn ended; the lease says so once no other turn of this process runs.
-        Written under the lock too, so the file always says the latest count."""
+        Written under the lock too, so the file always says the latest count. `left`: the
+        turn was left to agy unfinished, for the next turn to inherit."""
         with lifecycle_lock(self._state), _RUNNING_LOCK:
             if self._begun == 0:
                 return
@@ -172,15 +176,17 @@ class TurnLease:
                 _RUNNING[self._file] = running
             else:
                 _RUNNING.pop(self._file, None)
-            self._write(turn_running=running > 0)
+            self._write(turn_running=running > 0, turn_left=left)
 
-    def _write(self, *, turn_running: bool) -> None:
-        data = {
+    def _write(self, *, turn_running: bool, turn_left: bool = False) -> None:
+        data: dict[str, object] = {
             "pid": self._pid,
             "pid_create_time": self._created,
             "turn_running": turn_running,
             "last_active": time.time(),
         }
+        if turn_left:
+            data["turn_left"] = True
         # Not durable: after a power cut no agy runs, and a lost lease only says "idle".
         write_private_file(self._file, json.dumps(data) + "\n", durable=False)
 

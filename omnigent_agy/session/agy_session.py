@@ -55,7 +55,7 @@ from omnigent_agy.session.held import BridgeFailed, leftovers, open_gates
 from omnigent_agy.session.kept_grants import kept_grants
 from omnigent_agy.session.model_choice import ModelChooser
 from omnigent_agy.session.quota_turn import explain_quota
-from omnigent_agy.session.send import cascade_summaries, send_once, step_count
+from omnigent_agy.session.send import cascade_summaries, send_once, step_count, still_on
 from omnigent_agy.session.shown_ledger import ShownLedger
 from omnigent_agy.session.subagents import (
     ChildProgress,
@@ -222,8 +222,14 @@ class AgySession:
         async for event in self._catch_up(turn, inherited=inherited):
             yield event
         turn.open_relay()
-        since = step_count(obj(summaries.get(cascade)))
-        await send_once(client, cascade, turn.text, resolved.enum, since=since)
+        summary = obj(summaries.get(cascade))
+        if inherited and await still_on(client, cascade, turn.text, summary):
+            # The turn its host lost, run again by omnigent: agy is still on that message
+            # (its card asked again above), so it is followed, not sent twice.
+            _logger.info("agy is still on this message from the turn left to it: following it")
+            turn.tally.boundary_seen = True
+        else:
+            await send_once(client, cascade, turn.text, resolved.enum, since=step_count(summary))
         async for event in self._follow_turn(turn):
             yield event
 
@@ -320,13 +326,25 @@ class AgySession:
                 ) from None
             return None
 
+    def leave_running_turn(self) -> bool:
+        """The host is going away under the running turn (omnigent's runner stopped or gone)
+        and nobody asked to stop it: leave the turn to agy, for the next harness process to
+        inherit (`Turn.leave`); a later interrupt refuses and cancels nothing."""
+        turn = self._turn
+        if turn is None or not turn.leave():
+            return False
+        _logger.info("the host went away during the turn: it is left to agy for the next one")
+        return True
+
     async def interrupt(self) -> bool:
         """Stop the running turn: deny what is pending (a WAITING step ignores cancels, §3/§6),
-        then cancel the cascade."""
+        then cancel the cascade. A turn left to agy (`leave_running_turn`) is not stopped."""
+        turn = self._turn
+        if turn is not None and turn.left:
+            return True
         agy = self._binding.agy
         if agy is None or agy.cascade_id is None:
             return False
-        turn = self._turn
         if turn is not None:
             await turn.interrupt()
         client = await self._binding.rpc()

@@ -9,11 +9,12 @@ from __future__ import annotations
 import logging
 
 from omnigent_agy.errors import ProtocolError, RpcError
+from omnigent_agy.reading.reader import IDLE
 from omnigent_agy.reading.steps import JsonObject, StepType, obj
 from omnigent_agy.rpc.client import TRANSIENT_CODES
 from omnigent_agy.rpc.endpoint import FollowingClient
 
-__all__ = ["cascade_summaries", "send_once", "step_count"]
+__all__ = ["cascade_summaries", "send_once", "step_count", "still_on"]
 
 _logger = logging.getLogger(__name__)
 
@@ -66,4 +67,25 @@ async def _arrived(client: FollowingClient, cascade: str, text: str, since: int)
         step.get("type") == StepType.USER_INPUT
         and obj(step.get("userInput")).get("userResponse") == text
         for step in steps
+    )
+
+
+async def still_on(client: FollowingClient, cascade: str, text: str, summary: JsonObject) -> bool:
+    """Whether agy is still working on `text` as its latest message (`summary`: the cascade's
+    summary): a turn that comes again after its host went away — omnigent runs the turn its
+    runner lost once more — is followed where agy is, not sent a second time.
+
+    Only while the cascade runs (a gate open counts: the status stays RUNNING, docs/wire.md
+    §4): once agy is idle, the same words again are a new message."""
+    if str(summary.get("status") or IDLE) == IDLE:
+        return False
+    try:
+        index = int(str(summary.get("lastUserInputStepIndex") or 0))  # protojson omits 0
+    except ValueError:
+        return False
+    steps = await client.run(lambda c: c.get_cascade_trajectory_steps(cascade, step_offset=index))
+    first = steps[0] if steps else {}
+    return (
+        first.get("type") == StepType.USER_INPUT
+        and obj(first.get("userInput")).get("userResponse") == text
     )

@@ -17,6 +17,11 @@ runs it (`AgySession.run_turn`), and while it runs the turn holds what it took:
 Every way a turn ends — agy's answer done, Stop, a failure, the harness shutting down — goes
 through `Turn.end`, which lets go of all of it, once. How it ended (completed, cancelled,
 failed) is decided by `Turn.outcome` from agy's end of the turn.
+
+A turn whose host goes away while it runs (omnigent's runner stopping or gone: no person
+asked to stop it) is *left* to agy (`leave`): nothing is refused or cancelled, agy's gate
+keeps waiting, and the lease says so, so the next turn — in the next harness process —
+inherits it and asks the gate again, as after a harness killed mid-turn.
 """
 
 from __future__ import annotations
@@ -74,6 +79,8 @@ class Turn:
     """The model enum the turn runs on, once chosen (`model_choice`)."""
     running: bool = field(default=False, init=False)
     interrupted: bool = field(default=False, init=False)
+    left: bool = field(default=False, init=False)
+    """Left to agy unfinished for the next turn to inherit (`leave`)."""
     tally: TurnTally = field(default_factory=TurnTally, init=False)
     _lease: TurnLease | None = field(default=None, init=False, repr=False)
     _sink: TurnSink | None = field(default=None, init=False, repr=False)
@@ -89,8 +96,9 @@ class Turn:
     async def begin(self, lease: TurnLease) -> bool:
         """Declare the turn in the conversation's activity lease, before agy is even looked
         at: a sweep deciding now either sees the turn or has stopped agy already (and the
-        session starts it again). True when the harness process of the turn before died
-        during it: this turn inherits what agy did for it since."""
+        session starts it again). True when the turn before was left to agy (its harness
+        process died during it, or its host went away): this turn inherits what agy did for
+        it since."""
         self._ended = False
         inherited = await asyncio.to_thread(lease.begin_turn)
         self._lease = lease
@@ -117,7 +125,7 @@ class Turn:
         and the reader's events on this loop; `stop` is the session's Stop, which a gate
         nobody can answer asks for."""
         self.plan_model = plan_model
-        self.interrupted = False
+        self.interrupted = self.left = False
         self.running = True
         self._home, self._bridge, self._subagents, self._stop = home, bridge, subagents, stop
         sink.bind()
@@ -176,8 +184,17 @@ class Turn:
         """Stop was asked: the turn ends cancelled, and what waits on the person is denied,
         the sub-agents' gates too (a WAITING step ignores cancels, docs/wire.md §3/§6)."""
         self.interrupted = True
+        self.left = False
         if self._bridge is not None:
             await self._bridge.deny_pending(self.subagent_cascades())
+
+    def leave(self) -> bool:
+        """The host is going away while the turn runs, and nobody asked to stop it: leave it to
+        agy as it is (see the module doc). False when it is not running or Stop was asked."""
+        if not self.running or self.interrupted:
+            return False
+        self.left = True
+        return True
 
     # --- ending -------------------------------------------------------------------------------
 
@@ -208,4 +225,4 @@ class Turn:
                 self._sink.unbind()
         finally:
             if self._lease is not None:
-                await asyncio.to_thread(self._lease.end_turn)
+                await asyncio.to_thread(self._lease.end_turn, left=self.left)

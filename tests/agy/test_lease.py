@@ -40,6 +40,21 @@ def test_an_end_without_a_begin_changes_nothing(tmp_path: Path) -> None:
     assert read_activity(state).turn_running
 
 
+def test_a_turn_left_to_agy_is_inherited_once_by_the_next(tmp_path: Path) -> None:
+    """A turn whose host went away is left to agy (`end_turn(left=True)`): the lease says no
+    turn runs (a sweep may stop agy for idleness, as after a crash), and the next turn, in
+    this process or another, inherits it; the one after that does not."""
+    state = SessionStateDir.open("conv", base=tmp_path)
+    left, nxt, later = TurnLease(state), TurnLease(state), TurnLease(state)
+    assert not left.begin_turn()
+    left.end_turn(left=True)
+    assert not read_activity(state).turn_running
+    assert nxt.begin_turn()
+    nxt.end_turn()
+    assert not later.begin_turn()
+    later.end_turn()
+
+
 def test_many_threads_beginning_and_ending_turns_leave_the_lease_right(tmp_path: Path) -> None:
     """Every thread's turns overlap the others'; while one runs the lease says so, and at the
     end it says none does; no write fails (one temp name per process made them collide)."""

@@ -216,9 +216,10 @@ def said_again(conversation: Conversation, text: str) -> None:
 
     omnigent's runner, back after the restart, may first run the failed turn again on its
     own (its items end with that unanswered message; `text` waits, and omnigent hands it to
-    that turn as steering or runs it next). agy, whose gate the stopping harness refused,
-    then asks for the command once more: the person answers that card as before. Either
-    way `text` reaches agy once and a turn completes after it.
+    that turn as steering or runs it next). The stopping harness left agy's gate waiting, so
+    the next turn, whichever it is, shows the card again: the person answers it as before.
+    Either way `text` and the message before it each reach agy once, and the command runs
+    once.
     """
     conversation.send(text)
     for _ in range(6):  # a card and a turn end, at most twice
@@ -231,7 +232,8 @@ def said_again(conversation: Conversation, text: str) -> None:
         received = typed(conversation)
         if text in received:
             assert received.count(text) == 1, received
-            assert received.count("Please run: echo after the restart") <= 2, received
+            assert received.count("Please run: echo after the restart") == 1, received
+            assert conversation.outputs().count("after the restart\n") == 1
             return
     raise AssertionError(f"{text!r} never reached agy: {typed(conversation)}")
 

@@ -14,6 +14,11 @@ process on the same socket. Then, against what agy committed (read back over RPC
 - a card still waiting in agy is shown again once, and answering it lands on that live WAITING
   step (the card of the killed process is refused by the new one);
 - the message of the next turn reaches agy once, and the turn after it works as any turn.
+
+The runner going away while a card waits (its host stopped: it closes the turn's stream, then
+sends SIGTERM, and the process shuts down as it does) leaves the card to agy the same way: it
+is not refused, the next process asks it again, and omnigent running the lost turn once more
+does not send its message twice.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ DONE = "CORTEX_STEP_STATUS_DONE"
 RUNNING = "CORTEX_STEP_STATUS_RUNNING"
 WAITING = "CORTEX_STEP_STATUS_WAITING"
 IDLE = "CASCADE_RUN_STATUS_IDLE"
+RUN_COMMAND = "CORTEX_STEP_TYPE_RUN_COMMAND"
 
 
 class ProcessConversation(HarnessConversation):
@@ -241,3 +247,43 @@ def test_killed_while_an_approved_command_runs(talk: ProcessConversation) -> Non
     assert "response.elicitation_request" not in second.kinds(), "an answered card came back"
     _check_exactly_once(talk, [first, second], [text, "did it finish?"])
     _next_turn_works(talk, harness, "one more, after the command")
+
+
+@pytest.mark.parametrize(
+    ("next_text", "hang_up"),
+    [
+        ("run: echo left at the card", True),
+        ("are you still there?", True),
+        # SIGTERM alone: uvicorn cancels the open stream after its graceful timeout (5 s).
+        ("are you still there?", False),
+    ],
+    ids=["the-lost-turn-again", "a-next-message", "sigterm-alone"],
+)
+def test_the_runner_going_away_leaves_the_card_to_agy(
+    talk: ProcessConversation, next_text: str, hang_up: bool
+) -> None:
+    harness = talk.process
+    text = "run: echo left at the card"
+    first = harness.turn(text)
+    first.until("response.elicitation_request")
+    if hang_up:
+        first.hang_up()
+    harness.terminate()
+    _killed(first)
+    assert _step(talk, RUN_COMMAND, WAITING) is not None, "the card was refused on the way out"
+    asked = len([s for s in talk.steps() if s.get("type") == RUN_COMMAND])
+    harness.start()
+    # omnigent runs the lost turn again (the same message), or the person writes next.
+    second = harness.turn(next_text)
+    again = second.until("response.elicitation_request", timeout=60)
+    assert "left at the card" in json.dumps(again["params"]), again
+    answer(harness, again)  # type: ignore[arg-type]
+    second.finish(60)
+    assert second.kinds()[-1] == "response.completed", second.kinds()
+    assert second.kinds().count("response.elicitation_request") == 1, "the card was shown twice"
+    landed = [s for s in talk.steps() if s.get("type") == RUN_COMMAND]
+    assert len(landed) == asked, "agy asked again instead of taking the answer"
+    assert landed[-1]["status"] == DONE, "the approval did not land on the WAITING step"
+    texts = list(dict.fromkeys([text, next_text]))  # each reached agy once (_turn_steps)
+    _check_exactly_once(talk, [first, second], texts)
+    _next_turn_works(talk, harness, "one more, after the runner came back")

@@ -192,6 +192,7 @@ class StreamedTurn:
     events: list[dict[str, Any]] = field(default_factory=list)
     _queue: queue.SimpleQueue[dict[str, Any] | None] = field(default_factory=queue.SimpleQueue)
     _thread: threading.Thread | None = None
+    _reply: httpx.Response | None = None
     status_code: int | None = None
     broken: str | None = None
     """Why the stream broke before the harness closed it (the harness process died, say):
@@ -201,9 +202,26 @@ class StreamedTurn:
         self._thread = threading.Thread(target=self._stream, args=(body,), daemon=True)
         self._thread.start()
 
+    def hang_up(self) -> None:
+        """Close the turn's stream from this side, as omnigent's runner does when it goes away
+        (it closes its client before it stops the harness process)."""
+        reply = self._reply
+        if reply is None:
+            return
+        # Shut the socket down under the reading thread: closing the response from here may
+        # wait for that thread, and leave the connection open meanwhile.
+        stream = reply.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        else:
+            reply.close()
+
     def _stream(self, body: dict[str, Any]) -> None:
         try:
             with self.server.stream(body) as reply:
+                self._reply = reply
                 self.status_code = reply.status_code
                 for line in reply.iter_lines():
                     if not line.startswith("data:"):
@@ -217,9 +235,10 @@ class StreamedTurn:
                     elif event.get("type") == "response.output_item.done":
                         self.server.answer_runner_tool(event)
                     self._queue.put(event)
-        except httpx.TransportError as exc:
+        except (httpx.TransportError, httpx.StreamError) as exc:  # StreamError: hung up here
             self.broken = f"{type(exc).__name__}: {exc}"
         finally:
+            self._reply = None
             self._queue.put(None)
 
     def next(self, timeout: float) -> dict[str, Any] | None:
