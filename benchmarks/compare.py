@@ -38,15 +38,17 @@ from pathlib import Path
 
 import yaml
 from common import REPO, load_average
+from compare_browser import AGYS_SCREEN, WebPages
 from compare_drive import (
+    DRIVE_FAILURES,
     Cell,
     Scenario,
-    Seen,
     Timing,
     allow_conversation,
     approve,
     deny,
     effort_per_turn,
+    failure_cell,
     model_per_turn,
     multi_question,
     play,
@@ -55,6 +57,7 @@ from compare_drive import (
     stop_mid_answer,
     stop_on_card,
     streamed,
+    subagent_rows,
     tool_rows,
     usage_and_meter,
     write_in,
@@ -82,6 +85,7 @@ FULL: tuple[tuple[tuple[str, Scenario], ...], ...] = (
         ("approve", approve),
         ("deny, and the turn goes on", deny),
         ("allow for this conversation", allow_conversation),
+        ("sub-agent rows", subagent_rows),
     ),
     (
         ("single-select question", single_question),
@@ -142,7 +146,10 @@ def drive_group(
     *,
     measure_one: bool,
     turns: int,
+    web: WebPages | None = None,
 ) -> None:
+    """Play `group` on one new conversation of the harness; `web`: then read agy's screen
+    off the conversation's page (compare_browser.py)."""
     before = snapshot(stack)
     with Conversation(stack, agent=result.harness.agent()) as conversation:
         ending = greet(conversation)
@@ -160,6 +167,9 @@ def drive_group(
                 end = measure(processes)
                 result.one_cpu_per_turn = max(0.0, end.cpu_s - start.cpu_s) / turns
                 result.one, result.one_kinds = end, describe(end.kinds)
+        if web is not None:
+            print(f"  {result.harness.key}: {AGYS_SCREEN}", file=sys.stderr, flush=True)
+            result.cells[AGYS_SCREEN] = web.terminal_row(conversation, result.harness.key)
 
 
 def at_once(stack: LocalStack, result: Result, count: int) -> None:
@@ -207,10 +217,8 @@ def host_restart(stack: LocalStack, result: Result) -> Cell:
     """The host-restart row (benchmarks/compare_faults.py), a failing drive as its cell."""
     try:
         return host_restarted_with_card(stack, result.harness.agent(), result.harness.key)
-    except Seen as seen:
-        return Cell("fails", str(seen))
-    except (TimeoutError, AssertionError, RestError, LookupError) as exc:
-        return Cell("fails", f"{type(exc).__name__}: {str(exc)[:200]}")
+    except DRIVE_FAILURES as exc:
+        return failure_cell(exc)
 
 
 def picker(stack: LocalStack, result: Result) -> Cell:
@@ -272,9 +280,18 @@ def main() -> None:
             stack.wait_ready(stack.main)
             for result in results:
                 result.cells["where it sits in the web picker"] = picker(stack, result)
-            for n, group in enumerate(groups):
-                for result in results:
-                    drive_group(stack, result, group, measure_one=n == 0, turns=turns)
+            with WebPages(stack) as web:
+                for n, group in enumerate(groups):
+                    for result in results:
+                        first = n == 0
+                        drive_group(
+                            stack,
+                            result,
+                            group,
+                            measure_one=first,
+                            turns=turns,
+                            web=web if first else None,
+                        )
             if not args.quick:  # two minutes or more per harness: omnigent's grace period
                 for result in results:
                     print(f"  {result.harness.key}: host restart", file=sys.stderr, flush=True)

@@ -57,17 +57,34 @@ class Timing:
 Scenario = Callable[[Conversation, Timing], Cell]
 
 
+#: What a drive that went wrong raises (tests/waiting.py's wait_until says a timeout with an
+#: AssertionError); `failure_cell` words it as the row's cell.
+DRIVE_FAILURES = (
+    Seen,
+    TimeoutError,
+    AssertionError,
+    RestError,
+    LookupError,
+    httpx.HTTPError,
+)
+
+
+def failure_cell(exc: BaseException) -> Cell:
+    """The cell of a drive that raised `exc` (one of DRIVE_FAILURES): what was seen, or the
+    error's kind and its first words."""
+    if isinstance(exc, Seen):
+        return Cell(FAILS, str(exc))
+    return Cell(FAILS, f"{type(exc).__name__}: {str(exc)[:200]}")
+
+
 def play(scenario: Scenario, conversation: Conversation, timing: Timing) -> Cell:
     """Run one scenario; what went wrong becomes the cell, and the conversation is left idle
     (a later scenario then starts clean)."""
     users = len(user_texts(conversation))
     try:
         cell = scenario(conversation, timing)
-    except Seen as seen:
-        cell = Cell(FAILS, str(seen))
-    except (TimeoutError, AssertionError, RestError, LookupError, httpx.HTTPError, KeyError) as exc:
-        # (tests/waiting.py's wait_until says a timeout with an AssertionError)
-        cell = Cell(FAILS, f"{type(exc).__name__}: {str(exc)[:200]}")
+    except DRIVE_FAILURES as exc:
+        cell = failure_cell(exc)
     if not settle(conversation) and cell.status == WORKS:
         cell = Cell(FAILS, f"{cell.note}; then the session stayed busy")
     stray = user_texts(conversation)[users:]
@@ -166,6 +183,35 @@ def tool_rows(conversation: Conversation, timing: Timing) -> Cell:
     if not calls:
         raise Seen("no tool row in the conversation")
     return Cell(WORKS, f"row {calls[-1].get('name')!r}")
+
+
+def subagent_rows(conversation: Conversation, timing: Timing) -> Cell:
+    """A message agy hands to a sub-agent: the sub-agent as a row of its own (omnigent's
+    child session, which the web lists under the conversation) with what it did."""
+    send(conversation, "Please use a sub-agent.")
+    _answer_cards(conversation, "approve")
+    path = f"/v1/sessions/{conversation.id}/child_sessions?limit=100"
+
+    def child() -> Json | None:
+        rows = conversation.client.get(path).get("data") or []
+        return rows[0] if rows else None
+
+    def done(child_id: str) -> list[Json] | None:
+        items = conversation.client.items(child_id)
+        ended = any(i.get("type") == "message" and i.get("role") == "assistant" for i in items)
+        return items if ended else None
+
+    try:
+        found = wait_until(child, timeout=20, what="the sub-agent's row")
+    except AssertionError:
+        raise Seen("no sub-agent row: the conversation has no child session") from None
+    try:
+        items = wait_until(lambda: done(str(found["id"])), timeout=20, what="its summary")
+    except AssertionError:
+        raise Seen(f"a row {found.get('title')!r} without the sub-agent's summary") from None
+    calls = [i.get("name") for i in items if i.get("type") == "function_call"]
+    title = str(found.get("title") or "").split(":")[0]
+    return Cell(WORKS, f"row {title!r}: {len(calls)} tool call(s) {calls}, its summary")
 
 
 def _answer_cards(conversation: Conversation, want: str, limit: int = 3) -> int:

@@ -52,6 +52,12 @@ RULED_OUT = {
     "(omnigent/inner/acp_executor.py:1118)",
     ("multi-select question", "acp"): "as the single-select question",
     ("write-in answer", "acp"): "as the single-select question",
+    ("sub-agent rows", "acp"): "a configured ACP agent gets no extension "
+    "(omnigent/inner/acp_extension.py:75), so no sub-agent source "
+    "(omnigent/inner/acp_executor.py:1537); agy's ACP path has no invoke_subagent "
+    "(docs/wire.md §10)",
+    ("agy's own screen in the Terminal view", "acp"): "`agy acp` draws no screen; the ACP "
+    "client offers no terminal (`terminal: False`, omnigent/inner/acp_executor.py:831)",
 }
 
 #: Rows the drive does not reach: (row) → per harness (status, where from); a row the run
@@ -98,30 +104,6 @@ NOT_DRIVEN: dict[str, dict[str, tuple[str, str]]] = {
             "a new ACP session (omnigent/inner/acp_executor.py:1865)",
         ),
     },
-    "sub-agent rows": {
-        "plugin": ("works", "from tests/e2e/test_e2e_subagents.py"),
-        "built-in": ("impossible", "`subagents=False` (omnigent/harness_plugins.py:450)"),
-        "acp": (
-            "impossible",
-            "a configured ACP agent gets no extension "
-            "(omnigent/inner/acp_extension.py:75), so no sub-agent source "
-            "(omnigent/inner/acp_executor.py:1537)",
-        ),
-    },
-    "agy's own screen in the Terminal view": {
-        "plugin": ("works", "from tests/e2e/test_browser_terminal.py"),
-        "built-in": (
-            "works by design",
-            "agy runs in a runner-owned terminal "
-            "(omnigent/runner/native/orchestration.py, "
-            "`_auto_create_antigravity_terminal`); not driven",
-        ),
-        "acp": (
-            "impossible",
-            "`agy acp` draws no screen; the ACP client offers no terminal "
-            "(`terminal: False`, omnigent/inner/acp_executor.py:831)",
-        ),
-    },
     "attach to a 20,000-step conversation": {
         "plugin": ("measured", "from benchmarks/bench_attach.py (docs/performance.md)"),
         "built-in": (
@@ -142,6 +124,7 @@ ROWS = (
     "approve",
     "deny, and the turn goes on",
     "allow for this conversation",
+    "sub-agent rows",
     "single-select question",
     "multi-select question",
     "write-in answer",
@@ -153,6 +136,7 @@ ROWS = (
     "resume after agy was stopped idle",
     "harness process killed mid-turn",
     "host restarted with a card waiting",
+    "agy's own screen in the Terminal view",
 )
 
 
@@ -205,7 +189,8 @@ def render(
         "",
         "## What a person gets",
         "",
-        "Driven through the REST calls of omnigent's web UI, in that run:",
+        "Driven through the REST calls of omnigent's web UI, and agy's screen on the web page"
+        " itself (headless Chromium), in that run:",
         "",
     ]
     rows = [

@@ -6,6 +6,8 @@ Nothing about time is asserted: only that each script ends well and prints its t
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +68,8 @@ def test_the_comparison_runs_quick(tmp_path: Path) -> None:
     written = report.read_text(encoding="utf-8")
     assert "| streamed answer and thinking |" in written
     assert "| send → first delta, ms |" in written
+    # agy's screen read off the page (compare_browser.py): the plugin's own row must work.
+    screen = "| agy's own screen in the Terminal view | "
+    assert screen in written
+    if os.environ.get("OMNIGENT_AGY_CHROMIUM") or shutil.which("chromium"):
+        assert f"{screen}**works**" in written, written
