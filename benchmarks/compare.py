@@ -166,7 +166,7 @@ def drive_group(
                     play(streamed, conversation, result.timing)
                 end = measure(processes)
                 result.one_cpu_per_turn = max(0.0, end.cpu_s - start.cpu_s) / turns
-                result.one, result.one_kinds = end, describe(end.kinds)
+                result.one, result.one_kinds = end, describe(end)
         if web is not None:
             print(f"  {result.harness.key}: {AGYS_SCREEN}", file=sys.stderr, flush=True)
             result.cells[AGYS_SCREEN] = web.terminal_row(conversation, result.harness.key)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psutil
 
@@ -67,7 +67,7 @@ def kind(process: psutil.Process) -> str:
     with contextlib.suppress(psutil.Error):
         if "tmux" in process.name():
             return "tmux server"
-    if "omnigent" in line:
+    if "omnigent" in line:  # a harness process is forked by omnigent's zygote: its line
         return "omnigent process (harness, runner)"
     return "other"
 
@@ -78,11 +78,13 @@ class Usage:
     uss_mb: float
     cpu_s: float
     kinds: dict[str, int]
+    uss_by_kind: dict[str, float] = field(default_factory=dict)
 
 
 def measure(processes: Iterable[psutil.Process]) -> Usage:
     rss = uss = cpu = 0.0
     kinds: dict[str, int] = {}
+    uss_by_kind: dict[str, float] = {}
     for process in processes:
         with contextlib.suppress(psutil.Error):
             memory = process.memory_full_info()
@@ -90,12 +92,18 @@ def measure(processes: Iterable[psutil.Process]) -> Usage:
             rss += memory.rss / 2**20
             uss += memory.uss / 2**20
             cpu += times.user + times.system
-            kinds[kind(process)] = kinds.get(kind(process), 0) + 1
-    return Usage(rss, uss, cpu, kinds)
+            name = kind(process)
+            kinds[name] = kinds.get(name, 0) + 1
+            uss_by_kind[name] = uss_by_kind.get(name, 0.0) + memory.uss / 2**20
+    return Usage(rss, uss, cpu, kinds, uss_by_kind)
 
 
-def describe(kinds: dict[str, int]) -> str:
-    return ", ".join(f"{count} {name}" for name, count in sorted(kinds.items()))
+def describe(usage: Usage) -> str:
+    """Each kind of process counted: how many, and their USS together."""
+    return ", ".join(
+        f"{count} {name} ({usage.uss_by_kind.get(name, 0.0):.0f} MB USS)"
+        for name, count in sorted(usage.kinds.items())
+    )
 
 
 def cpu_between(before: Usage, after: Usage, turns: int) -> float:
