@@ -326,15 +326,13 @@ class AgySession:
                 ) from None
             return None
 
-    def leave_running_turn(self) -> bool:
+    def leave_running_turn(self) -> None:
         """The host is going away under the running turn (omnigent's runner stopped or gone)
         and nobody asked to stop it: leave the turn to agy, for the next harness process to
         inherit (`Turn.leave`); a later interrupt refuses and cancels nothing."""
         turn = self._turn
-        if turn is None or not turn.leave():
-            return False
-        _logger.info("the host went away during the turn: it is left to agy for the next one")
-        return True
+        if turn is not None and turn.leave():
+            _logger.info("the host went away during the turn: it is left to agy for the next one")
 
     async def interrupt(self) -> bool:
         """Stop the running turn: deny what is pending (a WAITING step ignores cancels, §3/§6),

@@ -63,10 +63,14 @@ async def send_once(
 
 async def _arrived(client: FollowingClient, cascade: str, text: str, since: int) -> bool:
     steps = await client.run(lambda c: c.get_cascade_trajectory_steps(cascade, step_offset=since))
-    return any(
+    return any(_says(step, text) for step in steps)
+
+
+def _says(step: JsonObject, text: str) -> bool:
+    """Whether `step` is the person's message `text`."""
+    return (
         step.get("type") == StepType.USER_INPUT
         and obj(step.get("userInput")).get("userResponse") == text
-        for step in steps
     )
 
 
@@ -84,8 +88,4 @@ async def still_on(client: FollowingClient, cascade: str, text: str, summary: Js
     except ValueError:
         return False
     steps = await client.run(lambda c: c.get_cascade_trajectory_steps(cascade, step_offset=index))
-    first = steps[0] if steps else {}
-    return (
-        first.get("type") == StepType.USER_INPUT
-        and obj(first.get("userInput")).get("userResponse") == text
-    )
+    return bool(steps) and _says(steps[0], text)
