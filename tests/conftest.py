@@ -32,6 +32,20 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
 SHARED = REPO_ROOT.parent / "shared"
 SHARED_RECORDED = SHARED / "agy-wire" / "recorded"
+#: omnigent's runner.idle_timeout_s on the e2e stack: longer than any test's own pause.
+RUNNER_IDLE_S = 150
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `long(minutes)` first, the longest first, the rest in their order:
+    pytest-xdist hands out work in this order, so a test that waits minutes on omnigent
+    overlaps the other worker's short tests instead of ending the run alone."""
+
+    def minutes(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("long")
+        return float(mark.args[0]) if mark is not None else 0.0
+
+    items.sort(key=lambda item: -minutes(item))
 
 
 @pytest.fixture
@@ -73,8 +87,17 @@ def running_stack(root: Path) -> Iterator[LocalStack]:
         for path in sorted((FIXTURES / "omnigent_catalog").glob("*.json"))
     }
     # agy in omnigent's generic ACP harness too (`agy acp`, no plugin): test_e2e_acp.py.
+    # Every test opens sessions of its own and leaves them; each idle session's runner costs
+    # about half a CPU-second a minute (omnigent's, whatever the harness), and a whole run
+    # leaves ~80 of them. Their runners end after RUNNER_IDLE_S with no work, as a person's
+    # do after omnigent's hour, and come back at a session's next message.
     with LocalStack(
-        root / "stack", agy, base_env=env, model_catalog=catalogs, acp_agents=[AGY_ACP_AGENT]
+        root / "stack",
+        agy,
+        base_env=env,
+        model_catalog=catalogs,
+        acp_agents=[AGY_ACP_AGENT],
+        runner_idle_timeout_s=RUNNER_IDLE_S,
     ) as running:
         yield running
     # A conversation's deletion watch (omnigent_agy/agy/deletion_watch.py) ends once its host is

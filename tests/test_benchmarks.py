@@ -33,7 +33,9 @@ ON_THE_STACK = {"bench_scale.py", "bench_floor.py", "bench_faults.py"}
 @pytest.mark.parametrize(
     "script",
     [
-        pytest.param(name, marks=[pytest.mark.e2e] if name in ON_THE_STACK else [])
+        pytest.param(
+            name, marks=[pytest.mark.e2e, pytest.mark.long(1)] if name in ON_THE_STACK else []
+        )
         for name in SCRIPTS
     ],
 )
@@ -51,6 +53,7 @@ def test_a_benchmark_runs_quick(script: str) -> None:
 
 @pytest.mark.e2e
 @pytest.mark.tmux
+@pytest.mark.long(6)
 @pytest.mark.timeout(1500)
 def test_the_comparison_runs_quick(tmp_path: Path) -> None:
     """benchmarks/compare.py --quick: one conversation per harness (the plugin, omnigent's

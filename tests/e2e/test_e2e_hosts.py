@@ -176,6 +176,7 @@ def describe_process(process: psutil.Process) -> str:
     return f"agy pid {pid} ({status}, parent {owner})"
 
 
+@pytest.mark.long(1)
 @pytest.mark.timeout(600)  # the stack's start, a second host's, two agys'
 def test_two_hosts_at_once_see_nothing_of_each_others_agy(stack: LocalStack) -> None:
     """Two machines, as far as omnigent knows, each answering a conversation at the same time:
@@ -238,6 +239,7 @@ def said_again(conversation: Conversation, text: str) -> None:
     raise AssertionError(f"{text!r} never reached agy: {typed(conversation)}")
 
 
+@pytest.mark.long(2)  # omnigent's 90 s grace for a runner that went away
 @pytest.mark.timeout(600)  # the stack's start, a host's start twice, agy's
 @pytest.mark.parametrize("screen_first", [False, True], ids=["message-next", "screen-first"])
 def test_a_host_restarted_while_a_card_waits_answers_it_or_fails_coded(

@@ -121,6 +121,10 @@ class LocalStack:
     acp_agents: Sequence[Mapping[str, object]] = ()
     """Agents for omnigent's generic ACP harness (the ``acp: {agents: [...]}`` block of every
     host's config, which the server reads too), e.g. ``AGY_ACP_AGENT``."""
+    runner_idle_timeout_s: float | None = None
+    """omnigent's ``runner.idle_timeout_s`` in every host's config: a session's runner (and
+    its harness process) ends after that long with no work and comes back at its next
+    message. ``None`` keeps omnigent's hour."""
     port: int = 0
     server: subprocess.Popen[bytes] | None = None
     hosts: list[HostHome] = field(default_factory=list)
@@ -185,6 +189,8 @@ class LocalStack:
         if self.acp_agents:
             block = {"acp": {"agents": [dict(agent) for agent in self.acp_agents]}}
             lines += yaml.safe_dump(block, sort_keys=False).splitlines()
+        if self.runner_idle_timeout_s is not None:
+            lines += ["runner:", f"  idle_timeout_s: {self.runner_idle_timeout_s}"]
         # The plugin's block last: a test adds its own keys to it by appending lines.
         lines += ["harness:", f"  {HARNESS_ID}:", f"    tmux_socket: {socket_name}"]
         # The stack made its workspace, and the private HOME the web's new-session page
