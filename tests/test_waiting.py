@@ -7,7 +7,7 @@ import itertools
 import time
 
 import pytest
-from waiting import await_until, wait_until
+from waiting import _next_pause, await_until, wait_until
 
 
 def test_returns_the_first_truthy_value() -> None:
@@ -70,6 +70,14 @@ def test_a_fixed_interval_is_kept() -> None:
     assert len(gaps) >= 3, tries
     # Every pause is the interval, but the last, cut at the deadline.
     assert all(gap >= 0.1 for gap in gaps[:-1]), gaps
+
+
+def test_pauses_double_to_a_tenth_of_a_second_then_grow_with_a_long_wait() -> None:
+    pauses, pause = [], 0.0
+    for waited in (0, 0.01, 0.03, 0.07, 0.15, 1, 4.9, 5, 6, 8, 10, 60):
+        pause = _next_pause(pause, waited)
+        pauses.append(pause)
+    assert pauses == [0.01, 0.02, 0.04, 0.08, 0.1, 0.1, 0.1, 0.25, 0.3, 0.4, 0.5, 0.5]
 
 
 @pytest.fixture

@@ -14,9 +14,11 @@ stuck in), and a valid value may be falsy (``until=lambda code: code is not None
 exit status). An exception from ``probe`` ends the wait at once (a probe catches what may
 pass).
 
-Between tries it sleeps 10 ms, growing to 100 ms: a condition that holds soon is seen soon,
-and a long wait (a turn of agy, omnigent's REST API) is not polled hard on a shared machine.
-``interval`` fixes the pause instead (a port taken back from a race wants a tight loop).
+Between tries it sleeps 10 ms, growing to 100 ms, and after 5 s of waiting a twentieth of the
+time waited, up to 500 ms: a condition that holds soon is seen soon, and a long wait (a turn of
+agy, omnigent's 90 s grace for a runner gone, each try a REST call the server answers too) is
+not polled hard on a shared machine. ``interval`` fixes the pause instead (a port taken back
+from a race wants a tight loop).
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 __all__ = ["await_until", "wait_until"]
 
 _FIRST_PAUSE = 0.01
-_LONGEST_PAUSE = 0.1
+_SHORT_WAIT_PAUSE = 0.1
+_SHORT_WAIT = 5.0
+_LONGEST_PAUSE = 0.5
 _SHOWN = 300  # characters of the last value a failure shows
 
 
@@ -43,15 +47,18 @@ def wait_until[T](
 ) -> T:
     """``probe()``'s first value that ``until`` accepts (truthy, by default); an AssertionError
     naming ``what`` and the last value after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    pauses = _pauses(interval)
+    started = time.monotonic()
+    deadline = started + timeout
+    pause = 0.0
     while True:
         value = probe()
         if until(value):
             return value
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= deadline:
             raise _timed_out(what, timeout, value)
-        time.sleep(min(next(pauses), max(0.0, deadline - time.monotonic())))
+        pause = interval if interval is not None else _next_pause(pause, now - started)
+        time.sleep(min(pause, deadline - now))
 
 
 async def await_until[T](
@@ -64,24 +71,26 @@ async def await_until[T](
 ) -> T:
     """`wait_until` inside an event loop: ``probe`` may be a coroutine function."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    pauses = _pauses(interval)
+    started = loop.time()
+    deadline = started + timeout
+    pause = 0.0
     while True:
         tried = probe()
         value = await tried if inspect.isawaitable(tried) else tried
         if until(value):
             return value
-        if loop.time() >= deadline:
+        now = loop.time()
+        if now >= deadline:
             raise _timed_out(what, timeout, value)
-        await asyncio.sleep(min(next(pauses), max(0.0, deadline - loop.time())))
+        pause = interval if interval is not None else _next_pause(pause, now - started)
+        await asyncio.sleep(min(pause, deadline - now))
 
 
-def _pauses(interval: float | None) -> Iterator[float]:
-    pause = _FIRST_PAUSE if interval is None else interval
-    while True:
-        yield pause
-        if interval is None:
-            pause = min(pause * 2, _LONGEST_PAUSE)
+def _next_pause(pause: float, waited: float) -> float:
+    """The pause after `pause` (0 before the first), `waited` seconds into the wait."""
+    if waited >= _SHORT_WAIT:
+        return min(waited / 20, _LONGEST_PAUSE)
+    return min(max(pause * 2, _FIRST_PAUSE), _SHORT_WAIT_PAUSE)
 
 
 def _timed_out(what: str, timeout: float, last: object) -> AssertionError:
