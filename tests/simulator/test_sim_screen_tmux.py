@@ -82,6 +82,9 @@ def test_the_built_in_s_keys_answer_agy_s_menu(sims: SimLauncher, tmp_path: Path
     sim = sims.launch(*FAST, *AGY_1_5)
     cascade_id = tui_cascade(sim)
     bridge = bridge_to(sims, sim, tmp_path)
+    # As the built-in's input_ready_probe does: a message typed before agy draws its composer
+    # loses keys (seen on a loaded machine: the command never reached agy).
+    sim.wait_screen(builtin._AGY_IDLE_MARKER)
     builtin.inject_user_message_via_tui(bridge, content="please run: ls", timeout_s=20)
 
     async def gate(client: RpcClient) -> dict[str, Any]:
