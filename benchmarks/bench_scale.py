@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-import yaml
 from common import load_average, options, percentile, table
 from omnigent.community.harness.agy.timing import TIMING_LOG_ENV
 from scale_check import Delta, check_conversation, frame_lines, handed_lines, latencies
@@ -61,6 +60,7 @@ from agy_sim.stack.homes import write_simulator
 from agy_sim.stack.local_stack import TEST_SIMULATOR, LocalStack, agent_name
 from agy_sim.stack.processes import BIN
 from agy_sim.stack.rest import EventStream, OmnigentClient, RestError, choose
+from omnigent_agy.config.settings import ENV_MAX_KEPT
 
 TURN_TIMEOUT = 600.0
 #: omnigent's server answers slowly with many turns at once on a loaded machine.
@@ -294,12 +294,10 @@ def main() -> None:
             root / "stack",
             agy,
             progress=lambda m: print(m, file=sys.stderr),
-            host_env={TIMING_LOG_ENV: str(handed_log)},
+            # Keep every agy: by default a host keeps the 5 most recently used (max_kept). In
+            # the host's environment, not its config rewritten under a starting host.
+            host_env={TIMING_LOG_ENV: str(handed_log), ENV_MAX_KEPT: "0"},
         ) as stack:
-            # Keep every agy: by default a host keeps the 5 most recently used (max_kept).
-            config = yaml.safe_load(stack.main.config_file.read_text(encoding="utf-8"))
-            config["harness"]["agy-cli"]["max_kept"] = 0
-            stack.main.config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
             rounds = []
             first = 1
             for count in counts:

@@ -36,7 +36,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from common import REPO, load_average
 from compare_browser import AGYS_SCREEN, WebPages
 from compare_drive import (
@@ -71,6 +70,7 @@ from agy_sim.stack.homes import write_simulator
 from agy_sim.stack.local_stack import AGY_ACP_AGENT, TEST_SIMULATOR, LocalStack
 from agy_sim.stack.processes import BIN
 from agy_sim.stack.rest import RestError
+from omnigent_agy.config.settings import ENV_MAX_KEPT
 
 #: The conversations of the full drive: scenarios that share one conversation.
 FULL: tuple[tuple[tuple[str, Scenario], ...], ...] = (
@@ -272,11 +272,11 @@ def main() -> None:
             base_env=env,
             acp_agents=[AGY_ACP_AGENT],
             progress=lambda m: print(m, file=sys.stderr),
+            # Keep every agy of the plugin (its default keeps the 5 most recently used); given
+            # before the host starts: a config rewritten under a starting host can be read
+            # half-written, and its runners then know no `agy-cli` (seen under load).
+            host_env={ENV_MAX_KEPT: "0"},
         ) as stack:
-            # Keep every agy of the plugin (its default keeps the 5 most recently used).
-            config = yaml.safe_load(stack.main.config_file.read_text(encoding="utf-8"))
-            config["harness"]["agy-cli"]["max_kept"] = 0
-            stack.main.config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
             stack.wait_ready(stack.main)
             for result in results:
                 result.cells["where it sits in the web picker"] = picker(stack, result)
